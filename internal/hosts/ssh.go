@@ -1,0 +1,277 @@
+package hosts
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"sync"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+	"golang.org/x/crypto/ssh/agent"
+)
+
+// DefaultMaxSessions caps concurrent sessions per connection. OpenSSH's
+// default MaxSessions is 10; staying below it leaves room for the reconnect
+// probe and for an operator's own session multiplexed over a ControlMaster.
+const DefaultMaxSessions = 8
+
+// DefaultDialTimeout bounds TCP connect plus SSH handshake.
+const DefaultDialTimeout = 20 * time.Second
+
+// SSHConfig says how to reach and authenticate to one host.
+type SSHConfig struct {
+	Name    string // the provider's host name, for diagnostics
+	Address string // host:port
+	User    string
+
+	PrivateKey            []byte // PEM, optional
+	UseAgent              bool
+	KnownHostsFile        string // used when HostKey is empty
+	HostKey               string // pinned public key, authorized_keys format
+	InsecureIgnoreHostKey bool
+
+	Bastion *SSHConfig // optional jump host
+
+	DialTimeout time.Duration // 0 means DefaultDialTimeout
+	MaxSessions int           // 0 means DefaultMaxSessions
+}
+
+// SSH is a Transport over one pooled *ssh.Client. The client is dialled on
+// first use and shared by every caller; sessions are multiplexed over it and
+// capped at MaxSessions. A dead connection is redialled once per call.
+type SSH struct {
+	cfg SSHConfig
+	sem chan struct{}
+
+	mu      sync.Mutex
+	client  *ssh.Client
+	closers []io.Closer // bastion client(s) under client
+}
+
+var _ Transport = (*SSH)(nil)
+
+// NewSSH validates cfg (keys are parsed now, so a bad key is reported before
+// any connection is tried) and returns an unconnected transport.
+func NewSSH(cfg SSHConfig) (*SSH, error) {
+	if _, err := clientConfig(cfg); err != nil {
+		return nil, err
+	}
+	n := cfg.MaxSessions
+	if n <= 0 {
+		n = DefaultMaxSessions
+	}
+	return &SSH{cfg: cfg, sem: make(chan struct{}, n)}, nil
+}
+
+func (s *SSH) Host() string { return s.cfg.Name }
+
+// Close closes the pooled connection, if any.
+func (s *SSH) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.dropLocked()
+	return nil
+}
+
+func (s *SSH) dropLocked() {
+	if s.client != nil {
+		_ = s.client.Close()
+		s.client = nil
+	}
+	for i := len(s.closers) - 1; i >= 0; i-- {
+		_ = s.closers[i].Close()
+	}
+	s.closers = nil
+}
+
+// connected returns the pooled client, dialling it if needed. Callers that
+// find it dead pass it back as stale so that only one of them redials.
+func (s *SSH) connected(ctx context.Context, stale *ssh.Client) (*ssh.Client, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.client != nil && s.client != stale {
+		return s.client, nil
+	}
+	s.dropLocked()
+	client, closers, err := dial(ctx, s.cfg)
+	if err != nil {
+		return nil, err
+	}
+	s.client, s.closers = client, closers
+	return client, nil
+}
+
+func (s *SSH) Run(ctx context.Context, script string, stdin io.Reader, stdout io.Writer) error {
+	select {
+	case s.sem <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-s.sem }()
+
+	client, err := s.connected(ctx, nil)
+	if err != nil {
+		return err
+	}
+	session, err := client.NewSession()
+	if err != nil {
+		// The pooled connection died (host rebooted, idle timeout): redial once.
+		if client, err = s.connected(ctx, client); err != nil {
+			return err
+		}
+		if session, err = client.NewSession(); err != nil {
+			return fmt.Errorf("host %q (%s): unable to open SSH session: %w", s.cfg.Name, s.cfg.Address, err)
+		}
+	}
+	defer session.Close()
+
+	session.Stdin = stdin
+	if stdout == nil {
+		stdout = io.Discard
+	}
+	session.Stdout = stdout
+	stderr := &tailBuffer{n: stderrTailBytes}
+	session.Stderr = stderr
+
+	// The login shell may be anything; run the script under sh explicitly.
+	if err := session.Start(Command("sh", "-c", script)); err != nil {
+		return fmt.Errorf("host %q (%s): unable to start command: %w", s.cfg.Name, s.cfg.Address, err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- session.Wait() }()
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		_ = session.Signal(ssh.SIGKILL)
+		_ = session.Close()
+		<-done
+		return ctx.Err()
+	}
+	if err == nil {
+		return nil
+	}
+	var exitErr *ssh.ExitError
+	if errors.As(err, &exitErr) {
+		return &CommandError{Host: s.cfg.Name, Script: script, ExitCode: exitErr.ExitStatus(), Stderr: stderr.String()}
+	}
+	return fmt.Errorf("host %q (%s): command did not complete: %w", s.cfg.Name, s.cfg.Address, err)
+}
+
+// dial connects to cfg.Address, through cfg.Bastion when set. It returns the
+// client and the bastion clients beneath it, outermost last.
+func dial(ctx context.Context, cfg SSHConfig) (*ssh.Client, []io.Closer, error) {
+	ccfg, err := clientConfig(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	timeout := cfg.DialTimeout
+	if timeout <= 0 {
+		timeout = DefaultDialTimeout
+	}
+	var (
+		conn    net.Conn
+		closers []io.Closer
+	)
+	if cfg.Bastion != nil {
+		b := *cfg.Bastion
+		if b.Name == "" {
+			b.Name = cfg.Name + " (bastion)"
+		}
+		if b.DialTimeout == 0 {
+			b.DialTimeout = timeout
+		}
+		bc, bclosers, err := dial(ctx, b)
+		if err != nil {
+			return nil, nil, err
+		}
+		closers = append(bclosers, bc)
+		conn, err = bc.DialContext(ctx, "tcp", cfg.Address)
+		if err != nil {
+			closeAll(closers)
+			return nil, nil, fmt.Errorf("host %q: unable to reach %s through bastion %s: %w", cfg.Name, cfg.Address, b.Address, err)
+		}
+	} else {
+		d := net.Dialer{Timeout: timeout}
+		dctx, cancel := context.WithTimeout(ctx, timeout)
+		conn, err = d.DialContext(dctx, "tcp", cfg.Address)
+		cancel()
+		if err != nil {
+			return nil, nil, fmt.Errorf("host %q: unable to connect to %s: %w", cfg.Name, cfg.Address, err)
+		}
+	}
+
+	// The handshake has no context; a timer closing the connection bounds it.
+	timer := time.AfterFunc(timeout, func() { _ = conn.Close() })
+	c, chans, reqs, err := ssh.NewClientConn(conn, cfg.Address, ccfg)
+	stopped := timer.Stop()
+	if err != nil {
+		_ = conn.Close()
+		closeAll(closers)
+		if !stopped {
+			return nil, nil, fmt.Errorf("host %q: SSH handshake with %s did not finish within %s", cfg.Name, cfg.Address, timeout)
+		}
+		return nil, nil, fmt.Errorf("host %q: SSH handshake with %s failed: %w", cfg.Name, cfg.Address, err)
+	}
+	return ssh.NewClient(c, chans, reqs), closers, nil
+}
+
+func closeAll(cs []io.Closer) {
+	for i := len(cs) - 1; i >= 0; i-- {
+		_ = cs[i].Close()
+	}
+}
+
+func clientConfig(cfg SSHConfig) (*ssh.ClientConfig, error) {
+	if cfg.Address == "" {
+		return nil, fmt.Errorf("host %q: address is required for an SSH host", cfg.Name)
+	}
+	if _, _, err := net.SplitHostPort(cfg.Address); err != nil {
+		return nil, fmt.Errorf("host %q: address %q must be host:port: %w", cfg.Name, cfg.Address, err)
+	}
+	if cfg.User == "" {
+		return nil, fmt.Errorf("host %q: user is required for an SSH host", cfg.Name)
+	}
+	var auths []ssh.AuthMethod
+	if len(cfg.PrivateKey) > 0 {
+		signer, err := ssh.ParsePrivateKey(cfg.PrivateKey)
+		if err != nil {
+			return nil, fmt.Errorf("host %q: unable to parse private key: %w", cfg.Name, err)
+		}
+		auths = append(auths, ssh.PublicKeys(signer))
+	}
+	if cfg.UseAgent {
+		auths = append(auths, ssh.PublicKeysCallback(agentSigners))
+	}
+	if len(auths) == 0 {
+		return nil, fmt.Errorf("host %q: no authentication configured: set private_key, private_key_file or use_agent", cfg.Name)
+	}
+	hostKeyCallback, algorithms, err := hostKeyVerifier(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &ssh.ClientConfig{
+		User:              cfg.User,
+		Auth:              auths,
+		HostKeyCallback:   hostKeyCallback,
+		HostKeyAlgorithms: algorithms,
+		Timeout:           cfg.DialTimeout,
+	}, nil
+}
+
+func agentSigners() ([]ssh.Signer, error) {
+	sock := os.Getenv("SSH_AUTH_SOCK")
+	if sock == "" {
+		return nil, errors.New("use_agent is set but SSH_AUTH_SOCK is empty")
+	}
+	conn, err := net.Dial("unix", sock)
+	if err != nil {
+		return nil, fmt.Errorf("unable to reach the SSH agent at %s: %w", sock, err)
+	}
+	// The connection must outlive this call: the agent signs during the
+	// handshake. It is closed when the process exits.
+	return agent.NewClient(conn).Signers()
+}
