@@ -1,0 +1,87 @@
+// Package backends is the extension contract and the orchestration around it:
+// create (provision, then wait ready, cleaning up on failure), inspect and
+// teardown of sandboxes on a host. It knows nothing of Terraform, so every
+// extension is testable with plain `go test` against real hosts.
+package backends
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/catalog"
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/hosts"
+)
+
+// ErrNotFound means the sandbox is not on the host (never was, or removed).
+var ErrNotFound = errors.New("sandbox not found")
+
+// Sandbox is the record of one sandbox. A copy is kept on its host beside the
+// workspace (see records.go), so a sandbox can be read and imported from the
+// host alone. It never holds secrets.
+type Sandbox struct {
+	ID             string            `json:"id"`
+	Host           string            `json:"host"`
+	Profile        string            `json:"profile"`
+	Extension      string            `json:"extension"`
+	Inputs         map[string]string `json:"inputs,omitempty"`
+	Labels         map[string]string `json:"labels,omitempty"`
+	WorkspaceDir   string            `json:"workspace_dir"`
+	ComposeProject string            `json:"compose_project,omitempty"`
+	ComposeFile    string            `json:"compose_file,omitempty"`
+	Services       []string          `json:"services,omitempty"` // declared compose services
+	SourceHash     string            `json:"source_hash,omitempty"`
+	CreatedAt      time.Time         `json:"created_at"`
+	ReadyAt        *time.Time        `json:"ready_at,omitempty"`
+}
+
+// Sandbox states reported by Inspect.
+const (
+	StatusReady    = "ready"    // everything the profile promises is up
+	StatusStopped  = "stopped"  // workspace present, services not running
+	StatusDegraded = "degraded" // some services running, some not
+	StatusMissing  = "missing"  // record present, workspace gone
+)
+
+// ServiceState is one compose service as seen on the host.
+type ServiceState struct {
+	Name  string
+	State string // running, exited, ..., or "missing" when it has no container
+}
+
+// Status is what Inspect sees on the host.
+type Status struct {
+	State    string
+	Services []ServiceState
+}
+
+// Request asks an extension for a new sandbox.
+type Request struct {
+	ID         string
+	Profile    *catalog.Profile
+	Host       *hosts.Host
+	Inputs     map[string]string
+	Env        map[string]string // secret: written to the workspace, never to the record
+	Labels     map[string]string
+	SourceHash string
+}
+
+// Extension is a backend that establishes sandboxes. Optional capabilities
+// (snapshots, metering) are separate interfaces an extension may also satisfy.
+type Extension interface {
+	// Name is the extension's catalog name, e.g. "ext.compose-ssh".
+	Name() string
+	// Validate checks a request without touching the host (plan time).
+	Validate(p *catalog.Profile, inputs map[string]string) error
+	// Provision creates the sandbox's resources and returns its record. It
+	// does not write the record; Create does, once provisioning succeeded.
+	Provision(ctx context.Context, req Request) (*Sandbox, error)
+	// WaitReady blocks until the sandbox is ready or ctx ends.
+	WaitReady(ctx context.Context, h *hosts.Host, sb *Sandbox) error
+	// Inspect reports the live state of a recorded sandbox.
+	Inspect(ctx context.Context, h *hosts.Host, sb *Sandbox) (Status, error)
+	// Teardown removes everything the sandbox created. It is idempotent:
+	// a sandbox already (partly) gone is success. sb may hold only ID and
+	// WorkspaceDir when the record itself is lost.
+	Teardown(ctx context.Context, h *hosts.Host, sb *Sandbox) error
+}

@@ -1,0 +1,301 @@
+// Package composessh is ext.compose-ssh: a sandbox is a docker-compose stack
+// in an isolated directory <root_dir>/<id> on a host, started under its own
+// compose project so that sandboxes never share containers, networks or volumes.
+package composessh
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/backends"
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/catalog"
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/hosts"
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/safepath"
+)
+
+// Name is the extension's catalog name.
+const Name = "ext.compose-ssh"
+
+// projectLabel is the label compose puts on everything it creates for a project.
+const projectLabel = "com.docker.compose.project"
+
+// defaultComposeFiles are tried in order when the compose_file input is unset.
+var defaultComposeFiles = []string{"compose.yaml", "compose.yml", "docker-compose.yml", "docker-compose.yaml"}
+
+// Extension implements backends.Extension.
+type Extension struct {
+	// ComposeCommand is the provider's compose_command; empty means detect
+	// per host: `docker compose`, then `docker-compose`, then `podman-compose`.
+	ComposeCommand string
+	// PollInterval is how often WaitReady looks at the services.
+	PollInterval time.Duration
+	Now          func() time.Time
+
+	detected sync.Map // host name -> []string (compose argv)
+}
+
+var _ backends.Extension = (*Extension)(nil)
+
+// New returns the extension using composeCommand ("" to auto-detect).
+func New(composeCommand string) *Extension {
+	return &Extension{ComposeCommand: composeCommand, PollInterval: time.Second, Now: time.Now}
+}
+
+func (e *Extension) Name() string { return Name }
+
+// ProjectName is the compose project of a sandbox.
+func ProjectName(id string) string { return "sbx-" + id }
+
+func (e *Extension) Validate(p *catalog.Profile, inputs map[string]string) error {
+	_, err := composeFile(inputs)
+	return err
+}
+
+// composeFile checks the repo input and finds the compose file in it.
+func composeFile(inputs map[string]string) (string, error) {
+	repo := inputs["repo"]
+	if repo == "" {
+		return "", fmt.Errorf("input repo is required: a local directory holding a compose file")
+	}
+	if err := safepath.NoParentSteps(repo); err != nil {
+		return "", fmt.Errorf("input repo: %w", err)
+	}
+	if st, err := os.Stat(repo); err != nil || !st.IsDir() {
+		return "", fmt.Errorf("input repo: %s is not a readable directory on this machine", repo)
+	}
+	candidates := defaultComposeFiles
+	if f := inputs["compose_file"]; f != "" {
+		if err := safepath.Relative(f); err != nil {
+			return "", fmt.Errorf("input compose_file: %w", err)
+		}
+		candidates = []string{f}
+	}
+	for _, f := range candidates {
+		if st, err := os.Stat(filepath.Join(repo, f)); err == nil && st.Mode().IsRegular() {
+			return f, nil
+		}
+	}
+	return "", fmt.Errorf("input repo: no compose file in %s (looked for %s)", repo, strings.Join(candidates, ", "))
+}
+
+// compose returns the compose argv for a host, detecting it once per host.
+func (e *Extension) compose(ctx context.Context, h *hosts.Host) ([]string, error) {
+	if e.ComposeCommand != "" {
+		return strings.Fields(e.ComposeCommand), nil
+	}
+	if v, ok := e.detected.Load(h.Host()); ok {
+		return v.([]string), nil
+	}
+	out, err := hosts.Output(ctx, h, `if docker compose version >/dev/null 2>&1; then echo "docker compose"
+elif command -v docker-compose >/dev/null 2>&1; then echo docker-compose
+elif command -v podman-compose >/dev/null 2>&1; then echo podman-compose
+else echo "no compose command found: tried docker compose, docker-compose, podman-compose" >&2; exit 3; fi`)
+	if err != nil {
+		return nil, fmt.Errorf("unable to find a compose command (set compose_command or SANDBOXER_COMPOSE_CMD): %w", err)
+	}
+	argv := strings.Fields(string(out))
+	e.detected.Store(h.Host(), argv)
+	return argv, nil
+}
+
+// engine is the container CLI matching the compose command.
+func engine(compose []string) string {
+	if strings.HasPrefix(compose[0], "podman") {
+		return "podman"
+	}
+	return "docker"
+}
+
+// inWorkspace builds `cd WS && <compose> -p PROJECT -f FILE args...`.
+func inWorkspace(sb *backends.Sandbox, compose []string, args ...string) string {
+	argv := append(append([]string{}, compose...), "-p", sb.ComposeProject, "-f", sb.ComposeFile)
+	return "cd -- " + hosts.Quote(sb.WorkspaceDir) + " && " + hosts.Command(append(argv, args...)...)
+}
+
+func (e *Extension) Provision(ctx context.Context, req backends.Request) (*backends.Sandbox, error) {
+	file, err := composeFile(req.Inputs)
+	if err != nil {
+		return nil, err
+	}
+	if err := backends.CheckEnv(req.Env); err != nil {
+		return nil, err
+	}
+	compose, err := e.compose(ctx, req.Host)
+	if err != nil {
+		return nil, err
+	}
+	ws, err := backends.MakeWorkspace(ctx, req.Host, req.Host.RootDir, req.ID)
+	if err != nil {
+		return nil, err
+	}
+	sb := &backends.Sandbox{
+		ID: req.ID, Host: req.Host.Host(), Profile: req.Profile.Name, Extension: Name,
+		Inputs: req.Inputs, Labels: req.Labels, WorkspaceDir: ws,
+		ComposeProject: ProjectName(req.ID), ComposeFile: file, SourceHash: req.SourceHash,
+		CreatedAt: e.Now().UTC(),
+	}
+	fail := func(err error) (*backends.Sandbox, error) {
+		_ = e.Teardown(context.WithoutCancel(ctx), req.Host, sb)
+		return nil, err
+	}
+	if err := backends.PopulateWorkspace(ctx, req.Host, ws, req.Inputs["repo"], req.Env); err != nil {
+		return fail(err)
+	}
+	out, err := hosts.Output(ctx, req.Host, inWorkspace(sb, compose, "config", "--services"))
+	if err != nil {
+		return fail(fmt.Errorf("compose file %s is not valid: %w", file, err))
+	}
+	sb.Services = strings.Fields(string(out))
+	if err := req.Host.Run(ctx, inWorkspace(sb, compose, "up", "-d", "--remove-orphans"), nil, nil); err != nil {
+		return fail(fmt.Errorf("compose up failed: %w", err))
+	}
+	return sb, nil
+}
+
+func (e *Extension) WaitReady(ctx context.Context, h *hosts.Host, sb *backends.Sandbox) error {
+	compose, err := e.compose(ctx, h)
+	if err != nil {
+		return err
+	}
+	for {
+		st, err := e.status(ctx, h, sb, compose)
+		if err != nil {
+			return err
+		}
+		if st.State == backends.StatusReady {
+			return nil
+		}
+		for _, s := range st.Services {
+			if s.State == "exited" || s.State == "dead" {
+				logs, _ := hosts.Output(ctx, h, inWorkspace(sb, compose, "logs", "--no-color", "--tail", "20", s.Name))
+				return fmt.Errorf("service %q %s before the sandbox became ready; last log lines:\n%s", s.Name, s.State, tail(string(logs), 2000))
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("sandbox %s was not ready in time (services: %s): %w", sb.ID, describe(st.Services), ctx.Err())
+		case <-time.After(e.PollInterval):
+		}
+	}
+}
+
+func (e *Extension) Inspect(ctx context.Context, h *hosts.Host, sb *backends.Sandbox) (backends.Status, error) {
+	compose, err := e.compose(ctx, h)
+	if err != nil {
+		return backends.Status{}, err
+	}
+	return e.status(ctx, h, sb, compose)
+}
+
+// status reads the workspace's presence and every container of the project
+// in one command.
+func (e *Extension) status(ctx context.Context, h *hosts.Host, sb *backends.Sandbox, compose []string) (backends.Status, error) {
+	script := fmt.Sprintf(`if test -d %s; then echo workspace; fi; %s ps -a --filter %s --format '{{.Label "com.docker.compose.service"}}|{{.State}}|{{.Status}}'`,
+		hosts.Quote(sb.WorkspaceDir), engine(compose), hosts.Quote("label="+projectLabel+"="+sb.ComposeProject))
+	out, err := hosts.Output(ctx, h, script)
+	if err != nil {
+		return backends.Status{}, fmt.Errorf("unable to list the containers of sandbox %s: %w", sb.ID, err)
+	}
+	return parseStatus(string(out), sb.Services), nil
+}
+
+// parseStatus turns the status script's output into a Status.
+func parseStatus(out string, declared []string) backends.Status {
+	workspace := false
+	seen := map[string]backends.ServiceState{}
+	for _, line := range strings.Split(out, "\n") {
+		if line == "workspace" {
+			workspace = true
+			continue
+		}
+		parts := strings.SplitN(line, "|", 3)
+		if len(parts) != 3 || parts[0] == "" {
+			continue
+		}
+		state := parts[1]
+		switch {
+		case state != "running":
+		case strings.Contains(parts[2], "(health: starting)"):
+			state = "starting"
+		case strings.Contains(parts[2], "(unhealthy)"):
+			state = "unhealthy"
+		}
+		seen[parts[0]] = backends.ServiceState{Name: parts[0], State: state}
+	}
+	st := backends.Status{}
+	running := 0
+	for _, name := range declared {
+		s, ok := seen[name]
+		if !ok {
+			s = backends.ServiceState{Name: name, State: "missing"}
+		}
+		if s.State == "running" {
+			running++
+		}
+		st.Services = append(st.Services, s)
+	}
+	switch {
+	case !workspace:
+		st.State = backends.StatusMissing
+	case running == len(declared):
+		st.State = backends.StatusReady
+	case running == 0:
+		st.State = backends.StatusStopped
+	default:
+		st.State = backends.StatusDegraded
+	}
+	return st
+}
+
+// Teardown runs compose down (volumes and orphans too), then removes by
+// label anything of the project that compose did not (a half-created stack,
+// a deleted compose file), then the workspace. Already gone is success.
+func (e *Extension) Teardown(ctx context.Context, h *hosts.Host, sb *backends.Sandbox) error {
+	compose, err := e.compose(ctx, h)
+	if err != nil {
+		return err
+	}
+	project := sb.ComposeProject
+	if project == "" {
+		project = ProjectName(sb.ID)
+	}
+	eng := engine(compose)
+	filter := hosts.Quote("label=" + projectLabel + "=" + project)
+	var script strings.Builder
+	if sb.ComposeFile != "" && sb.WorkspaceDir != "" {
+		fmt.Fprintf(&script, "if test -f %s; then %s >/dev/null 2>&1 || true; fi\n",
+			hosts.Quote(sb.WorkspaceDir+"/"+sb.ComposeFile),
+			inWorkspace(&backends.Sandbox{WorkspaceDir: sb.WorkspaceDir, ComposeProject: project, ComposeFile: sb.ComposeFile},
+				compose, "down", "--volumes", "--remove-orphans", "--timeout", "5"))
+	}
+	fmt.Fprintf(&script, `ids=$(%[1]s ps -aq --filter %[2]s); if [ -n "$ids" ]; then %[1]s rm -f -v $ids >/dev/null; fi
+ids=$(%[1]s network ls -q --filter %[2]s); if [ -n "$ids" ]; then %[1]s network rm $ids >/dev/null; fi
+ids=$(%[1]s volume ls -q --filter %[2]s); if [ -n "$ids" ]; then %[1]s volume rm -f $ids >/dev/null; fi
+left=$(%[1]s ps -aq --filter %[2]s; %[1]s network ls -q --filter %[2]s; %[1]s volume ls -q --filter %[2]s)
+if [ -n "$left" ]; then echo "resources of project %[3]s remain: $left" >&2; exit 1; fi
+`, eng, filter, project)
+	if err := h.Run(ctx, script.String(), nil, nil); err != nil {
+		return fmt.Errorf("unable to remove the containers, networks and volumes of sandbox %s: %w", sb.ID, err)
+	}
+	return backends.RemoveWorkspace(ctx, h, sb.WorkspaceDir, sb.ID)
+}
+
+func describe(services []backends.ServiceState) string {
+	parts := make([]string, len(services))
+	for i, s := range services {
+		parts[i] = s.Name + "=" + s.State
+	}
+	return strings.Join(parts, ", ")
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return "…" + s[len(s)-n:]
+	}
+	return s
+}

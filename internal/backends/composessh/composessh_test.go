@@ -1,0 +1,209 @@
+package composessh_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/backends"
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/backends/composessh"
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/catalog"
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/testharness"
+)
+
+func profile(t *testing.T) *catalog.Profile {
+	c, err := catalog.Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := c.Get("profile.compose-e2e")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func ctx(t *testing.T) context.Context {
+	c, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	t.Cleanup(cancel)
+	return c
+}
+
+// leftovers asks the docker engine (not the provider) what remains of a project.
+func leftovers(t *testing.T, project string) string {
+	t.Helper()
+	filter := "label=com.docker.compose.project=" + project
+	var all []string
+	for _, args := range [][]string{
+		{"ps", "-aq", "--filter", filter},
+		{"network", "ls", "-q", "--filter", filter},
+		{"volume", "ls", "-q", "--filter", filter},
+	} {
+		out, err := exec.Command("docker", args...).Output()
+		if err != nil {
+			t.Fatalf("docker %v: %v", args, err)
+		}
+		all = append(all, strings.Fields(string(out))...)
+	}
+	return strings.Join(all, " ")
+}
+
+func TestComposeLifecycleOverSSH(t *testing.T) {
+	testharness.RequireDocker(t)
+	h := testharness.SSHHost(t)
+	reg := backends.NewRegistry(composessh.New(""))
+	repo := testharness.ComposeRepo(t, testharness.Image(t), "web", "worker")
+	evil := `$(touch /tmp/sandboxer-pwned); echo "x" | cat; rm -rf ~`
+	os.Remove("/tmp/sandboxer-pwned")
+
+	sb, err := reg.Create(ctx(t), backends.Request{
+		ID: backends.NewID(), Profile: profile(t), Host: h,
+		Inputs: map[string]string{"repo": repo},
+		Env:    map[string]string{"TOKEN": "s3cret", "ODD": evil},
+		Labels: map[string]string{"team": evil},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat("/tmp/sandboxer-pwned"); err == nil {
+		t.Fatal("shell metacharacters in a label or env value were executed")
+	}
+	if sb.ReadyAt == nil || sb.ComposeProject != "sbx-"+sb.ID || !strings.HasPrefix(sb.WorkspaceDir, "/") {
+		t.Fatalf("unexpected record: %+v", sb)
+	}
+	if got, _ := os.ReadFile(filepath.Join(sb.WorkspaceDir, "README.txt")); string(got) != "fixture\n" {
+		t.Fatalf("repo not copied: %q", got)
+	}
+	envFile, err := os.ReadFile(filepath.Join(sb.WorkspaceDir, ".env"))
+	if err != nil || !strings.Contains(string(envFile), "TOKEN=s3cret\n") {
+		t.Fatalf(".env not written: %q %v", envFile, err)
+	}
+	if st, _ := os.Stat(filepath.Join(sb.WorkspaceDir, ".env")); st.Mode().Perm() != 0o600 {
+		t.Fatalf(".env mode %v, want 0600", st.Mode().Perm())
+	}
+
+	got, st, err := reg.Get(ctx(t), h, sb.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.State != backends.StatusReady || len(st.Services) != 2 || got.Labels["team"] != evil {
+		t.Fatalf("status %+v, record %+v", st, got)
+	}
+	if rec, _ := os.ReadFile(filepath.Join(h.RootDir, ".sandboxer", "sandboxes", sb.ID+".json")); strings.Contains(string(rec), "s3cret") {
+		t.Fatal("the host record holds a secret env value")
+	}
+
+	// Stopped out of band: Inspect must say so.
+	if out, err := exec.Command("docker", "stop", "-t", "1", sb.ComposeProject+"_worker_1").CombinedOutput(); err != nil {
+		t.Fatalf("docker stop: %v %s", err, out)
+	}
+	if _, st, _ = reg.Get(ctx(t), h, sb.ID); st.State != backends.StatusDegraded {
+		t.Fatalf("after stopping one service: %+v", st)
+	}
+
+	if err := reg.Destroy(ctx(t), h, sb.ID); err != nil {
+		t.Fatal(err)
+	}
+	if left := leftovers(t, sb.ComposeProject); left != "" {
+		t.Fatalf("teardown left: %s", left)
+	}
+	if _, err := os.Stat(sb.WorkspaceDir); !os.IsNotExist(err) {
+		t.Fatalf("workspace remains: %v", err)
+	}
+	if _, _, err := reg.Get(ctx(t), h, sb.ID); err != backends.ErrNotFound {
+		t.Fatalf("Get after destroy: %v", err)
+	}
+	// Idempotent: destroying again is success.
+	if err := reg.Destroy(ctx(t), h, sb.ID); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestComposeFailureLeavesNothing(t *testing.T) {
+	testharness.RequireDocker(t)
+	h := testharness.SSHHost(t)
+	reg := backends.NewRegistry(composessh.New(""))
+	repo := testharness.ComposeRepo(t, "sandboxer-no-such-image:never", "app")
+	id := backends.NewID()
+	_, err := reg.Create(ctx(t), backends.Request{ID: id, Profile: profile(t), Host: h, Inputs: map[string]string{"repo": repo}})
+	if err == nil {
+		t.Fatal("create with a missing image succeeded")
+	}
+	if !strings.Contains(err.Error(), "harness") || !strings.Contains(err.Error(), "stderr") {
+		t.Fatalf("error should name the host and carry the stderr tail: %v", err)
+	}
+	if left := leftovers(t, composessh.ProjectName(id)); left != "" {
+		t.Fatalf("failed create left: %s", left)
+	}
+	entries, _ := os.ReadDir(h.RootDir)
+	for _, e := range entries {
+		if e.Name() == id {
+			t.Fatal("failed create left its workspace")
+		}
+	}
+	if rec := filepath.Join(h.RootDir, ".sandboxer", "sandboxes", id+".json"); fileExists(rec) {
+		t.Fatal("failed create left its record")
+	}
+}
+
+func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+func TestValidateRejectsBadRepoInput(t *testing.T) {
+	ext := composessh.New("")
+	p := profile(t)
+	empty := t.TempDir()
+	cases := map[string]map[string]string{
+		"no compose file":       {"repo": empty},
+		"missing directory":     {"repo": filepath.Join(empty, "nope")},
+		"parent step in repo":   {"repo": empty + "/../x"},
+		"compose_file escapes":  {"repo": empty, "compose_file": "../compose.yaml"},
+		"compose_file absolute": {"repo": empty, "compose_file": "/etc/compose.yaml"},
+	}
+	for name, inputs := range cases {
+		if err := ext.Validate(p, inputs); err == nil {
+			t.Errorf("%s: Validate accepted %v", name, inputs)
+		}
+	}
+}
+
+func TestSixSandboxesShareOneHandshake(t *testing.T) {
+	testharness.RequireDocker(t)
+	h := testharness.SSHHost(t)
+	reg := backends.NewRegistry(composessh.New(""))
+	repo := testharness.ComposeRepo(t, testharness.Image(t), "app")
+	before := testharness.SSHDAccepted(t, "SANDBOXER_TEST_SSHD_LOG")
+
+	type result struct {
+		sb  *backends.Sandbox
+		err error
+	}
+	results := make(chan result, 6)
+	for i := 0; i < 6; i++ {
+		go func() {
+			sb, err := reg.Create(ctx(t), backends.Request{ID: backends.NewID(), Profile: profile(t), Host: h, Inputs: map[string]string{"repo": repo}})
+			results <- result{sb, err}
+		}()
+	}
+	var created []*backends.Sandbox
+	for i := 0; i < 6; i++ {
+		r := <-results
+		if r.err != nil {
+			t.Error(r.err)
+			continue
+		}
+		created = append(created, r.sb)
+	}
+	for _, sb := range created {
+		if err := reg.Destroy(ctx(t), h, sb.ID); err != nil {
+			t.Error(err)
+		}
+	}
+	time.Sleep(200 * time.Millisecond) // let sshd flush its log
+	if n := testharness.SSHDAccepted(t, "SANDBOXER_TEST_SSHD_LOG") - before; n != 1 {
+		t.Fatalf("6 sandboxes made %d SSH handshakes, want 1", n)
+	}
+}

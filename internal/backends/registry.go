@@ -1,0 +1,138 @@
+package backends
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/hosts"
+)
+
+// Registry holds the extensions by name and runs the sandbox lifecycle.
+type Registry struct {
+	exts map[string]Extension
+	now  func() time.Time
+}
+
+// NewRegistry returns a registry of the given extensions.
+func NewRegistry(exts ...Extension) *Registry {
+	r := &Registry{exts: map[string]Extension{}, now: time.Now}
+	for _, e := range exts {
+		r.exts[e.Name()] = e
+	}
+	return r
+}
+
+// Extension returns the named extension.
+func (r *Registry) Extension(name string) (Extension, error) {
+	if e, ok := r.exts[name]; ok {
+		return e, nil
+	}
+	names := make([]string, 0, len(r.exts))
+	for n := range r.exts {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return nil, fmt.Errorf("unknown extension %q; available: %s", name, strings.Join(names, ", "))
+}
+
+// cleanupTimeout bounds the teardown that follows a failed create, which
+// runs even when the create's own context has ended.
+const cleanupTimeout = 2 * time.Minute
+
+// Create provisions a sandbox and waits until it is ready. On any failure
+// it tears down what was started, so a failed create leaves nothing behind.
+func (r *Registry) Create(ctx context.Context, req Request) (*Sandbox, error) {
+	ext, err := r.Extension(req.Profile.Extension)
+	if err != nil {
+		return nil, err
+	}
+	if err := ext.Validate(req.Profile, req.Inputs); err != nil {
+		return nil, err
+	}
+	sb, err := ext.Provision(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	fail := func(cause error) (*Sandbox, error) {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+		defer cancel()
+		if terr := r.teardown(cctx, ext, req.Host, sb); terr != nil {
+			return nil, fmt.Errorf("%w\n\ncleanup after the failure also failed, sandbox %s may remain on host %q: %v", cause, sb.ID, req.Host.Host(), terr)
+		}
+		return nil, cause
+	}
+	// Record first, so a sandbox interrupted while waiting is still discoverable on the host.
+	if err := writeRecord(ctx, req.Host, sb); err != nil {
+		return fail(err)
+	}
+	if err := ext.WaitReady(ctx, req.Host, sb); err != nil {
+		return fail(err)
+	}
+	ready := r.now().UTC()
+	sb.ReadyAt = &ready
+	if err := writeRecord(ctx, req.Host, sb); err != nil {
+		return fail(err)
+	}
+	return sb, nil
+}
+
+// Get reads a sandbox's record and its live status from the host.
+// It returns ErrNotFound when the host has no record of it.
+func (r *Registry) Get(ctx context.Context, h *hosts.Host, id string) (*Sandbox, Status, error) {
+	if err := CheckID(id); err != nil {
+		return nil, Status{}, err
+	}
+	sb, err := readRecord(ctx, h, id)
+	if err != nil {
+		return nil, Status{}, err
+	}
+	ext, err := r.Extension(sb.Extension)
+	if err != nil {
+		return nil, Status{}, err
+	}
+	st, err := ext.Inspect(ctx, h, sb)
+	return sb, st, err
+}
+
+// Destroy tears a sandbox down. A sandbox the host no longer knows is success.
+func (r *Registry) Destroy(ctx context.Context, h *hosts.Host, id string) error {
+	if err := CheckID(id); err != nil {
+		return err
+	}
+	sb, err := readRecord(ctx, h, id)
+	if errors.Is(err, ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	ext, err := r.Extension(sb.Extension)
+	if err != nil {
+		return err
+	}
+	return r.teardown(ctx, ext, h, sb)
+}
+
+func (r *Registry) teardown(ctx context.Context, ext Extension, h *hosts.Host, sb *Sandbox) error {
+	if err := ext.Teardown(ctx, h, sb); err != nil {
+		return err
+	}
+	return removeRecord(ctx, h, sb.ID)
+}
+
+// SetLabels rewrites a sandbox's labels on the host (an in-place update).
+func (r *Registry) SetLabels(ctx context.Context, h *hosts.Host, id string, labels map[string]string) (*Sandbox, error) {
+	sb, err := readRecord(ctx, h, id)
+	if err != nil {
+		return nil, err
+	}
+	sb.Labels = labels
+	return sb, writeRecord(ctx, h, sb)
+}
+
+// Now is the registry's clock (overridable in tests).
+func (r *Registry) Now() time.Time { return r.now().UTC() }

@@ -1,0 +1,83 @@
+package backends
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/hosts"
+)
+
+// Helpers every directory-based extension shares: create an isolated
+// workspace, fill it, and remove it again.
+
+// MakeWorkspace creates base/name on the host, refusing one that already
+// exists (ids are fresh, so an existing directory is someone else's), and
+// returns its absolute path.
+func MakeWorkspace(ctx context.Context, h *hosts.Host, base, name string) (string, error) {
+	out, err := hosts.Output(ctx, h, fmt.Sprintf("set -e; mkdir -p -- %s; cd -- %[1]s; mkdir -- %s; cd -- %[2]s; pwd -P",
+		hosts.Quote(base), hosts.Quote(name)))
+	if err != nil {
+		return "", fmt.Errorf("unable to create workspace %s/%s: %w", base, name, err)
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// PopulateWorkspace copies the local repo directory (if any) into ws and
+// writes env (if any) as ws/.env, readable by the owner only.
+func PopulateWorkspace(ctx context.Context, h *hosts.Host, ws, repo string, env map[string]string) error {
+	if repo != "" {
+		if err := hosts.CopyDir(ctx, h, repo, ws); err != nil {
+			return fmt.Errorf("unable to copy %s into the workspace: %w", repo, err)
+		}
+	}
+	if len(env) > 0 {
+		if err := hosts.WriteFile(ctx, h, ws+"/.env", []byte(DotEnv(env)), 0o600); err != nil {
+			return fmt.Errorf("unable to write the workspace .env: %w", err)
+		}
+	}
+	return nil
+}
+
+// RemoveWorkspace deletes ws, but only if its last element is name: a
+// tampered or mistaken record can never point rm -rf somewhere else.
+func RemoveWorkspace(ctx context.Context, h *hosts.Host, ws, name string) error {
+	if ws == "" {
+		return nil
+	}
+	if !strings.HasSuffix(ws, "/"+name) {
+		return fmt.Errorf("refusing to remove %s: a workspace of sandbox %s must end in /%s", ws, name, name)
+	}
+	return h.Run(ctx, "rm -rf -- "+hosts.Quote(ws), nil, nil)
+}
+
+var envNamePattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// CheckEnv validates env names and values for a .env file.
+func CheckEnv(env map[string]string) error {
+	for k, v := range env {
+		if !envNamePattern.MatchString(k) {
+			return fmt.Errorf("env name %q is not a valid variable name (letters, digits and _, not starting with a digit)", k)
+		}
+		if strings.ContainsAny(v, "\n\r\x00") {
+			return fmt.Errorf("env %s: values may not contain newlines or NUL bytes", k)
+		}
+	}
+	return nil
+}
+
+// DotEnv renders env as a .env file, sorted by name.
+func DotEnv(env map[string]string) string {
+	names := make([]string, 0, len(env))
+	for k := range env {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	for _, k := range names {
+		fmt.Fprintf(&b, "%s=%s\n", k, env[k])
+	}
+	return b.String()
+}

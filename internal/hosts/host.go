@@ -1,0 +1,65 @@
+package hosts
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/localdir"
+)
+
+// Host is a place sandboxes live: a transport plus the directory under which
+// every sandbox workspace, record and store on that host is kept.
+type Host struct {
+	Transport
+	// RootDir is absolute, or relative to the SSH user's home directory.
+	RootDir string
+	Local   bool
+}
+
+// DefaultLocalRootDir is where sandboxes live on the built-in host "local".
+func DefaultLocalRootDir() string {
+	if d := os.Getenv("XDG_DATA_HOME"); d != "" {
+		return filepath.Join(d, "sandboxer")
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return filepath.Join(os.TempDir(), "sandboxer")
+	}
+	return filepath.Join(home, ".local", "share", "sandboxer")
+}
+
+// DefaultRemoteRootDir is where sandboxes live on an SSH host when its block
+// sets no root_dir: relative, so it lands in the SSH user's home directory.
+const DefaultRemoteRootDir = "sandboxer"
+
+// Path joins elements below the root directory (slash-separated: hosts are POSIX).
+func (h *Host) Path(elem ...string) string {
+	return strings.Join(append([]string{strings.TrimRight(h.RootDir, "/")}, elem...), "/")
+}
+
+// WriteFile atomically replaces path on the host with data: written beside
+// it under a temporary name, then renamed, so a reader never sees half a file.
+func WriteFile(ctx context.Context, t Transport, path string, data []byte, mode os.FileMode) error {
+	tmp := path + ".tmp"
+	script := fmt.Sprintf(`set -e; umask 077; mkdir -p -- "$(dirname -- %[1]s)"; t=%[2]s.$$; cat > "$t"; chmod %[3]o "$t"; mv -f -- "$t" %[1]s`,
+		Quote(path), Quote(tmp), mode.Perm())
+	return t.Run(ctx, script, strings.NewReader(string(data)), nil)
+}
+
+// CopyDir copies the local directory src into dir on the host (created if
+// missing) as a tar stream over the transport: one command, no extra
+// connection. Symlinks are copied as links.
+func CopyDir(ctx context.Context, t Transport, src, dir string) error {
+	if st, err := os.Stat(src); err != nil || !st.IsDir() {
+		return fmt.Errorf("local directory %s is not readable: %v", src, err)
+	}
+	pr, pw := io.Pipe()
+	go func() { pw.CloseWithError(localdir.WriteTar(pw, src)) }()
+	err := t.Run(ctx, fmt.Sprintf("mkdir -p -- %[1]s && tar -x -f - --no-same-owner -C %[1]s", Quote(dir)), pr, nil)
+	_ = pr.CloseWithError(io.ErrClosedPipe) // unblock the writer if the command ended early
+	return err
+}
