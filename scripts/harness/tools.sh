@@ -30,14 +30,14 @@ abspath() { (cd "$(dirname "$1")" && echo "$PWD/$(basename "$1")"); }
 TF_PATH="" TF_BUILD_DIR=""
 if [ -n "${TERRAFORM:-}" ]; then
 	[ -x "$TERRAFORM" ] || TERRAFORM="$(command -v "$TERRAFORM" || true)"
-	[ -n "$TERRAFORM" ] && [ -x "$TERRAFORM" ] || die "\$TERRAFORM is set but not executable"
+	if [ -z "$TERRAFORM" ] || [ ! -x "$TERRAFORM" ]; then die "\$TERRAFORM is set but not executable"; fi
 	[ -n "$(tf_version "$TERRAFORM")" ] || die "\$TERRAFORM ($TERRAFORM) does not run 'version'"
 	TF_PATH="$(abspath "$TERRAFORM")"
 elif p="$(command -v terraform 2>/dev/null)" && v="$(tf_version "$p")" && [ -n "$v" ] && ver_ge "$v" "$TF_MIN"; then
 	TF_PATH="$(abspath "$p")"
 else
 	TF_BUILD_DIR="$TOOLS_DIR/terraform-$TF_BUILD_VERSION"
-	if [ -x "$TF_BUILD_DIR/terraform" ] && [ -n "$(tf_version "$TF_BUILD_DIR/terraform")" ]; then
+	if [ -x "$TF_BUILD_DIR/terraform" ] && [ "$(tf_version "$TF_BUILD_DIR/terraform")" = "$TF_BUILD_VERSION" ]; then
 		TF_PATH="$TF_BUILD_DIR/terraform"
 		TF_BUILD_DIR=""
 	fi
@@ -50,6 +50,7 @@ if [ -z "$TOFU_VERSION" ]; then
 		grep -E "^v${TOFU_SERIES//./\\.}\.[0-9]+$" | sort -V | tail -n1 | sed 's/^v//' || true)"
 	if [ -z "$TOFU_VERSION" ]; then
 		# Offline: fall back to the newest cached build of the series.
+		# shellcheck disable=SC2012
 		TOFU_VERSION="$(ls -d "$TOOLS_DIR"/tofu-"$TOFU_SERIES".* 2>/dev/null | sed 's/.*tofu-//' | sort -V | tail -n1 || true)"
 		[ -n "$TOFU_VERSION" ] || die "cannot list OpenTofu versions from the Go module proxy and nothing is cached"
 		log "Go module proxy unreachable; using cached OpenTofu $TOFU_VERSION"
@@ -57,7 +58,9 @@ if [ -z "$TOFU_VERSION" ]; then
 fi
 TOFU_DIR="$TOOLS_DIR/tofu-$TOFU_VERSION"
 TOFU_PATH="$TOFU_DIR/tofu" TOFU_BUILD=0
-if ! { [ -x "$TOFU_PATH" ] && "$TOFU_PATH" version >/dev/null 2>&1; }; then
+# tofu_ok: the cached binary runs and reports exactly this (non -dev) version.
+tofu_ok() { [ -x "$TOFU_PATH" ] && [ "$("$TOFU_PATH" version 2>/dev/null | head -n1)" = "OpenTofu v$TOFU_VERSION" ]; }
+if ! tofu_ok; then
 	TOFU_BUILD=1
 fi
 
@@ -66,7 +69,9 @@ build_terraform() { # $1 = cache dir
 	local dir="$1"
 	mkdir -p "$dir"
 	rm -f "$dir/terraform"
-	(cd / && GOBIN="$dir" go install "github.com/hashicorp/terraform@v$TF_BUILD_VERSION")
+	# version.dev=no as in upstream release builds, so it reports "v1.8.5", not "v1.8.5-dev".
+	(cd / && GOBIN="$dir" go install -ldflags "-s -w -X github.com/hashicorp/terraform/version.dev=no" \
+		"github.com/hashicorp/terraform@v$TF_BUILD_VERSION")
 }
 
 build_tofu() { # $1 = cache dir, $2 = version
@@ -101,7 +106,8 @@ build_tofu() { # $1 = cache dir, $2 = version
 	EOF
 	go mod edit -require="github.com/opentofu/opentofu@v$ver" -replace="$rep"
 	go mod tidy
-	go build -o "$dir/tofu.tmp" github.com/opentofu/opentofu/cmd/tofu
+	go build -ldflags "-s -w -X github.com/opentofu/opentofu/version.dev=no" \
+		-o "$dir/tofu.tmp" github.com/opentofu/opentofu/cmd/tofu
 	mv -f "$dir/tofu.tmp" "$dir/tofu"
 }
 
@@ -134,7 +140,7 @@ if [ -n "$TF_BUILD_DIR" ]; then TF_PATH="$TF_BUILD_DIR/terraform"; fi
 
 # ---------------------------------------------------------------- verify
 [ -n "$(tf_version "$TF_PATH")" ] || die "Terraform at $TF_PATH does not run 'version'"
-"$TOFU_PATH" version >/dev/null 2>&1 || die "OpenTofu at $TOFU_PATH does not run 'version'"
+tofu_ok || die "OpenTofu at $TOFU_PATH does not run 'version' or does not report v$TOFU_VERSION"
 
 echo "TF_ACC_TERRAFORM_PATH=$TF_PATH"
 echo "SANDBOXER_TOFU_PATH=$TOFU_PATH"

@@ -1,0 +1,269 @@
+// Package provider is the Terraform layer only: schemas, models, mapping to
+// backend calls and diagnostics. It runs no shell and opens no connection
+// itself; everything on a host goes through internal/backends.
+package provider
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/hashicorp/terraform-plugin-framework/datasource"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/provider"
+	"github.com/hashicorp/terraform-plugin-framework/provider/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/backends"
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/backends/composessh"
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/backends/vmattach"
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/catalog"
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/hosts"
+)
+
+var _ provider.Provider = &SandboxerProvider{}
+
+// LocalHostName is the built-in host that runs on this machine without SSH.
+const LocalHostName = "local"
+
+// SandboxerProvider is the provider implementation.
+type SandboxerProvider struct {
+	version string
+}
+
+// New returns a provider constructor for providerserver.
+func New(version string) func() provider.Provider {
+	return func() provider.Provider { return &SandboxerProvider{version: version} }
+}
+
+// providerModel is the provider block.
+type providerModel struct {
+	DefaultHost    types.String `tfsdk:"default_host"`
+	ComposeCommand types.String `tfsdk:"compose_command"`
+	Hosts          []hostModel  `tfsdk:"host"`
+}
+
+type hostModel struct {
+	Name    types.String `tfsdk:"name"`
+	Local   types.Bool   `tfsdk:"local"`
+	RootDir types.String `tfsdk:"root_dir"`
+	sshModel
+	Bastion *sshModel `tfsdk:"bastion"`
+}
+
+// sshModel is how to reach a machine over SSH; shared by host and bastion.
+type sshModel struct {
+	Address               types.String `tfsdk:"address"`
+	User                  types.String `tfsdk:"user"`
+	PrivateKey            types.String `tfsdk:"private_key"`
+	PrivateKeyFile        types.String `tfsdk:"private_key_file"`
+	UseAgent              types.Bool   `tfsdk:"use_agent"`
+	KnownHostsFile        types.String `tfsdk:"known_hosts_file"`
+	HostKey               types.String `tfsdk:"host_key"`
+	InsecureIgnoreHostKey types.Bool   `tfsdk:"insecure_ignore_host_key"`
+}
+
+// providerData is what resources and data sources receive in Configure.
+type providerData struct {
+	hosts       map[string]*hosts.Host
+	defaultHost string
+	catalog     *catalog.Catalog
+	registry    *backends.Registry
+}
+
+// host returns the named host with a diagnostic-ready error.
+func (d *providerData) host(name string) (*hosts.Host, error) {
+	if h, ok := d.hosts[name]; ok {
+		return h, nil
+	}
+	names := make([]string, 0, len(d.hosts))
+	for n := range d.hosts {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return nil, fmt.Errorf("host %q is not declared in the provider block; declared hosts: %s", name, strings.Join(names, ", "))
+}
+
+func (p *SandboxerProvider) Metadata(_ context.Context, _ provider.MetadataRequest, resp *provider.MetadataResponse) {
+	resp.TypeName = "sandboxer"
+	resp.Version = p.version
+}
+
+func sshAttributes() map[string]schema.Attribute {
+	return map[string]schema.Attribute{
+		"address": schema.StringAttribute{Optional: true,
+			MarkdownDescription: "`host:port` of the SSH server (an alias or a tunnel port is just another address)."},
+		"user": schema.StringAttribute{Optional: true, MarkdownDescription: "SSH user."},
+		"private_key": schema.StringAttribute{Optional: true, Sensitive: true,
+			MarkdownDescription: "PEM private key for public-key authentication."},
+		"private_key_file": schema.StringAttribute{Optional: true,
+			MarkdownDescription: "Path of a PEM private key file, read when the provider is configured."},
+		"use_agent": schema.BoolAttribute{Optional: true,
+			MarkdownDescription: "Also authenticate with the keys of the SSH agent at `SSH_AUTH_SOCK`."},
+		"known_hosts_file": schema.StringAttribute{Optional: true,
+			MarkdownDescription: "known_hosts file the host key is verified against. Default `~/.ssh/known_hosts`."},
+		"host_key": schema.StringAttribute{Optional: true,
+			MarkdownDescription: "Pinned public host key in authorized_keys form (`ssh-ed25519 AAAA...`); takes precedence over `known_hosts_file`."},
+		"insecure_ignore_host_key": schema.BoolAttribute{Optional: true,
+			MarkdownDescription: "Skip host key verification. Default `false`; only for throwaway test hosts."},
+	}
+}
+
+func (p *SandboxerProvider) Schema(_ context.Context, _ provider.SchemaRequest, resp *provider.SchemaResponse) {
+	hostAttrs := sshAttributes()
+	hostAttrs["name"] = schema.StringAttribute{Required: true,
+		MarkdownDescription: "Name sandboxes use in their `host` argument."}
+	hostAttrs["local"] = schema.BoolAttribute{Optional: true,
+		MarkdownDescription: "Run on the machine running Terraform, without SSH."}
+	hostAttrs["root_dir"] = schema.StringAttribute{Optional: true,
+		MarkdownDescription: "Directory on the host under which sandboxes, their records and the checkpoint store live. " +
+			"Default `~/.local/share/sandboxer` for local hosts and `sandboxer` (in the SSH user's home) for SSH hosts."}
+	resp.Schema = schema.Schema{
+		MarkdownDescription: "Establishes disposable sandboxes — docker-compose stacks and workspaces on hosts reached " +
+			"over SSH, or on this machine — with Terraform state as the only record on the client.",
+		Attributes: map[string]schema.Attribute{
+			"default_host": schema.StringAttribute{Optional: true,
+				MarkdownDescription: "Host used by sandboxes that set no `host`. Env `SANDBOXER_HOST`. Default: the profile's first placement host, else `local`."},
+			"compose_command": schema.StringAttribute{Optional: true,
+				MarkdownDescription: "Compose command on the hosts, e.g. `docker compose`, `docker-compose` or `podman-compose`. " +
+					"Env `SANDBOXER_COMPOSE_CMD`. Default: detected per host (`docker compose`, then `docker-compose`, then `podman-compose`)."},
+		},
+		Blocks: map[string]schema.Block{
+			"host": schema.ListNestedBlock{
+				MarkdownDescription: "A host sandboxes can be placed on. A host named `local` with `local = true` exists by default.",
+				NestedObject: schema.NestedBlockObject{
+					Attributes: hostAttrs,
+					Blocks: map[string]schema.Block{
+						"bastion": schema.SingleNestedBlock{
+							MarkdownDescription: "Jump host the SSH connection goes through.",
+							Attributes:          sshAttributes(),
+						},
+					},
+				},
+			},
+		},
+	}
+}
+
+func (p *SandboxerProvider) Configure(ctx context.Context, req provider.ConfigureRequest, resp *provider.ConfigureResponse) {
+	var cfg providerModel
+	resp.Diagnostics.Append(req.Config.Get(ctx, &cfg)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	cat, err := catalog.Builtin()
+	if err != nil {
+		resp.Diagnostics.AddError("Unable to Load Profiles", err.Error())
+		return
+	}
+	composeCmd := stringOr(cfg.ComposeCommand, os.Getenv("SANDBOXER_COMPOSE_CMD"))
+	data := &providerData{
+		hosts:       map[string]*hosts.Host{LocalHostName: localHost(LocalHostName, "")},
+		defaultHost: stringOr(cfg.DefaultHost, os.Getenv("SANDBOXER_HOST")),
+		catalog:     cat,
+		registry:    backends.NewRegistry(composessh.New(composeCmd), vmattach.New()),
+	}
+	seen := map[string]bool{}
+	for i, hm := range cfg.Hosts {
+		name := hm.Name.ValueString()
+		at := path.Root("host").AtListIndex(i)
+		if seen[name] {
+			resp.Diagnostics.AddAttributeError(at.AtName("name"), "Duplicate Host", fmt.Sprintf("host %q is declared twice", name))
+			continue
+		}
+		seen[name] = true
+		h, err := buildHost(hm)
+		if err != nil {
+			resp.Diagnostics.AddAttributeError(at, "Unable to Configure Host", err.Error())
+			continue
+		}
+		data.hosts[name] = h
+	}
+	if data.defaultHost != "" {
+		if _, err := data.host(data.defaultHost); err != nil {
+			resp.Diagnostics.AddAttributeError(path.Root("default_host"), "Unknown Default Host", err.Error())
+		}
+	}
+	resp.ResourceData = data
+	resp.DataSourceData = data
+}
+
+func localHost(name, rootDir string) *hosts.Host {
+	if rootDir == "" {
+		rootDir = hosts.DefaultLocalRootDir()
+	}
+	return &hosts.Host{Transport: &hosts.Local{Name: name}, RootDir: rootDir, Local: true}
+}
+
+func buildHost(hm hostModel) (*hosts.Host, error) {
+	name := hm.Name.ValueString()
+	if hm.Local.ValueBool() {
+		if hm.Address.ValueString() != "" || hm.Bastion != nil {
+			return nil, fmt.Errorf("host %q: a local host takes no address or bastion", name)
+		}
+		return localHost(name, hm.RootDir.ValueString()), nil
+	}
+	cfg, err := sshConfig(name, hm.sshModel)
+	if err != nil {
+		return nil, err
+	}
+	if hm.Bastion != nil {
+		b, err := sshConfig(name+" (bastion)", *hm.Bastion)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Bastion = &b
+	}
+	tr, err := hosts.NewSSH(cfg)
+	if err != nil {
+		return nil, err
+	}
+	root := hm.RootDir.ValueString()
+	if root == "" {
+		root = hosts.DefaultRemoteRootDir
+	}
+	return &hosts.Host{Transport: tr, RootDir: root}, nil
+}
+
+func sshConfig(name string, m sshModel) (hosts.SSHConfig, error) {
+	cfg := hosts.SSHConfig{
+		Name:                  name,
+		Address:               m.Address.ValueString(),
+		User:                  m.User.ValueString(),
+		UseAgent:              m.UseAgent.ValueBool(),
+		KnownHostsFile:        m.KnownHostsFile.ValueString(),
+		HostKey:               m.HostKey.ValueString(),
+		InsecureIgnoreHostKey: m.InsecureIgnoreHostKey.ValueBool(),
+	}
+	switch {
+	case m.PrivateKey.ValueString() != "" && m.PrivateKeyFile.ValueString() != "":
+		return cfg, fmt.Errorf("host %q: set private_key or private_key_file, not both", name)
+	case m.PrivateKey.ValueString() != "":
+		cfg.PrivateKey = []byte(m.PrivateKey.ValueString())
+	case m.PrivateKeyFile.ValueString() != "":
+		key, err := os.ReadFile(m.PrivateKeyFile.ValueString())
+		if err != nil {
+			return cfg, fmt.Errorf("host %q: unable to read private_key_file: %w", name, err)
+		}
+		cfg.PrivateKey = key
+	}
+	return cfg, nil
+}
+
+func stringOr(v types.String, fallback string) string {
+	if s := v.ValueString(); s != "" {
+		return s
+	}
+	return fallback
+}
+
+func (p *SandboxerProvider) Resources(_ context.Context) []func() resource.Resource {
+	return []func() resource.Resource{NewSandboxResource}
+}
+
+func (p *SandboxerProvider) DataSources(_ context.Context) []func() datasource.DataSource {
+	return nil
+}

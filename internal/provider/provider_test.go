@@ -1,0 +1,119 @@
+package provider
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/terraform-plugin-framework/providerserver"
+	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
+	"github.com/hashicorp/terraform-plugin-testing/terraform"
+
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/testharness"
+)
+
+// testAccProviders serves the provider in-process to the terraform (or tofu)
+// binary named by TF_ACC_TERRAFORM_PATH.
+var testAccProviders = map[string]func() (tfprotov6.ProviderServer, error){
+	"sandboxer": providerserver.NewProtocol6WithError(New("test")()),
+}
+
+// testAccPreCheck makes sure a CLI is there; resource.Test itself skips
+// unless TF_ACC=1.
+func testAccPreCheck(t *testing.T) {
+	t.Helper()
+	testharness.Env(t, "TF_ACC_TERRAFORM_PATH")
+}
+
+// accHost is a host the acceptance tests place sandboxes on, with its own
+// root directory so tests can ask the host what remains.
+type accHost struct {
+	rootDir string
+}
+
+func newAccHost(t *testing.T) accHost {
+	t.Helper()
+	return accHost{rootDir: t.TempDir()}
+}
+
+// providerConfig is a provider block with the harness sshd as host
+// "harness" and the built-in local host pointed at the same root directory.
+func (h accHost) providerConfig(t *testing.T) string {
+	t.Helper()
+	return fmt.Sprintf(`
+provider "sandboxer" {
+  host {
+    name             = "harness"
+    address          = %q
+    user             = %q
+    private_key_file = %q
+    known_hosts_file = %q
+    root_dir         = %q
+  }
+  host {
+    name     = "local"
+    local    = true
+    root_dir = %q
+  }
+}
+`, testharness.Env(t, "SANDBOXER_TEST_SSH_ADDR"), testharness.Env(t, "SANDBOXER_TEST_SSH_USER"),
+		testharness.Env(t, "SANDBOXER_TEST_SSH_KEY"), testharness.Env(t, "SANDBOXER_TEST_KNOWN_HOSTS"),
+		h.rootDir, h.rootDir)
+}
+
+// leftovers asks the host itself — the docker engine and the filesystem,
+// not Terraform state — what remains under the root directory: workspaces,
+// records, and containers, networks or volumes of compose projects whose
+// working directory lies under it.
+func (h accHost) leftovers(t *testing.T) []string {
+	t.Helper()
+	var left []string
+	entries, _ := os.ReadDir(h.rootDir)
+	for _, e := range entries {
+		if e.Name() != ".sandboxer" {
+			left = append(left, "workspace "+e.Name())
+		}
+	}
+	records, _ := filepath.Glob(filepath.Join(h.rootDir, ".sandboxer", "sandboxes", "*"))
+	for _, r := range records {
+		left = append(left, "record "+filepath.Base(r))
+	}
+	out, err := exec.Command("docker", "ps", "-a", "--format", `{{.Names}} {{.Label "com.docker.compose.project.working_dir"}}`).Output()
+	if err != nil {
+		t.Fatalf("docker ps: %v", err)
+	}
+	projects := map[string]bool{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		name, dir, _ := strings.Cut(line, " ")
+		if dir != "" && strings.HasPrefix(dir, h.rootDir) {
+			left = append(left, "container "+name)
+			projects[filepath.Base(dir)] = true
+		}
+	}
+	for _, kind := range []string{"network", "volume"} {
+		out, err := exec.Command("docker", kind, "ls", "-q", "--filter", "label=com.docker.compose.project").Output()
+		if err != nil {
+			t.Fatalf("docker %s ls: %v", kind, err)
+		}
+		for _, id := range strings.Fields(string(out)) {
+			label, _ := exec.Command("docker", kind, "inspect", "-f", `{{index .Labels "com.docker.compose.project"}}`, id).Output()
+			if projects[strings.TrimPrefix(strings.TrimSpace(string(label)), "sbx-")] {
+				left = append(left, kind+" "+id)
+			}
+		}
+	}
+	return left
+}
+
+// checkNothingLeft is a CheckDestroy that asks the host.
+func (h accHost) checkNothingLeft(t *testing.T) func(*terraform.State) error {
+	return func(*terraform.State) error {
+		if left := h.leftovers(t); len(left) > 0 {
+			return fmt.Errorf("destroy left on the host: %s", strings.Join(left, ", "))
+		}
+		return nil
+	}
+}

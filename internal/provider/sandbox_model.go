@@ -1,0 +1,103 @@
+package provider
+
+import (
+	"context"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
+	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/backends"
+)
+
+// sandboxModel is the sandboxer_sandbox resource's data.
+type sandboxModel struct {
+	ID             types.String   `tfsdk:"id"`
+	Profile        types.String   `tfsdk:"profile"`
+	Host           types.String   `tfsdk:"host"`
+	Inputs         types.Map      `tfsdk:"inputs"`
+	Env            types.Map      `tfsdk:"env"`
+	Labels         types.Map      `tfsdk:"labels"`
+	Extension      types.String   `tfsdk:"extension"`
+	Status         types.String   `tfsdk:"status"`
+	WorkspaceDir   types.String   `tfsdk:"workspace_dir"`
+	ComposeProject types.String   `tfsdk:"compose_project"`
+	Services       types.List     `tfsdk:"services"`
+	SourceHash     types.String   `tfsdk:"source_hash"`
+	CreatedAt      types.String   `tfsdk:"created_at"`
+	ReadyAt        types.String   `tfsdk:"ready_at"`
+	Timeouts       timeouts.Value `tfsdk:"timeouts"`
+}
+
+var serviceType = types.ObjectType{AttrTypes: map[string]attr.Type{
+	"name":  types.StringType,
+	"state": types.StringType,
+}}
+
+// fromBackend fills the model from what the host says: the one place Create,
+// Read and Import turn a record and its live status into state.
+func (m *sandboxModel) fromBackend(ctx context.Context, sb *backends.Sandbox, st backends.Status) diag.Diagnostics {
+	var diags diag.Diagnostics
+	m.ID = types.StringValue(sb.ID)
+	m.Host = types.StringValue(sb.Host)
+	m.Profile = types.StringValue(sb.Profile)
+	m.Extension = types.StringValue(sb.Extension)
+	m.Status = types.StringValue(st.State)
+	m.WorkspaceDir = types.StringValue(sb.WorkspaceDir)
+	m.ComposeProject = stringOrNull(sb.ComposeProject)
+	m.SourceHash = stringOrNull(sb.SourceHash)
+	m.CreatedAt = types.StringValue(sb.CreatedAt.UTC().Format(time.RFC3339))
+	if sb.ReadyAt != nil {
+		m.ReadyAt = types.StringValue(sb.ReadyAt.UTC().Format(time.RFC3339))
+	} else {
+		m.ReadyAt = types.StringNull()
+	}
+
+	// An empty map from the host keeps a null in state, so a config that
+	// omits inputs/labels shows no diff.
+	m.Inputs = mapFromHost(ctx, m.Inputs, sb.Inputs, &diags)
+	m.Labels = mapFromHost(ctx, m.Labels, sb.Labels, &diags)
+
+	services := make([]attr.Value, 0, len(st.Services))
+	for _, s := range st.Services {
+		services = append(services, types.ObjectValueMust(serviceType.AttrTypes, map[string]attr.Value{
+			"name": types.StringValue(s.Name), "state": types.StringValue(s.State),
+		}))
+	}
+	m.Services = types.ListValueMust(serviceType, services)
+	return diags
+}
+
+func stringOrNull(s string) types.String {
+	if s == "" {
+		return types.StringNull()
+	}
+	return types.StringValue(s)
+}
+
+// mapFromHost converts a map read from the host. An empty map keeps the
+// current value's form (null or {}), so a config that omits the attribute
+// and one that writes {} both show no diff.
+func mapFromHost(ctx context.Context, current types.Map, m map[string]string, diags *diag.Diagnostics) types.Map {
+	if len(m) == 0 {
+		if !current.IsNull() && !current.IsUnknown() && len(current.Elements()) == 0 {
+			return current
+		}
+		return types.MapNull(types.StringType)
+	}
+	v, d := types.MapValueFrom(ctx, types.StringType, m)
+	diags.Append(d...)
+	return v
+}
+
+// stringMap reads a map attribute; null and unknown read as empty.
+func stringMap(ctx context.Context, v types.Map, diags *diag.Diagnostics) map[string]string {
+	out := map[string]string{}
+	if v.IsNull() || v.IsUnknown() {
+		return out
+	}
+	diags.Append(v.ElementsAs(ctx, &out, false)...)
+	return out
+}

@@ -1,0 +1,371 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/mapplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-log/tflog"
+
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/backends"
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/hosts"
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/localdir"
+)
+
+var (
+	_ resource.Resource                = &SandboxResource{}
+	_ resource.ResourceWithConfigure   = &SandboxResource{}
+	_ resource.ResourceWithModifyPlan  = &SandboxResource{}
+	_ resource.ResourceWithImportState = &SandboxResource{}
+)
+
+// Default timeouts: compose stacks may build images on first start.
+const (
+	defaultCreateTimeout = 10 * time.Minute
+	defaultDeleteTimeout = 5 * time.Minute
+	defaultReadTimeout   = 2 * time.Minute
+)
+
+// NewSandboxResource is the resource constructor.
+func NewSandboxResource() resource.Resource { return &SandboxResource{} }
+
+// SandboxResource is sandboxer_sandbox.
+type SandboxResource struct {
+	data *providerData
+}
+
+func (r *SandboxResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
+	resp.TypeName = req.ProviderTypeName + "_sandbox"
+}
+
+func (r *SandboxResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
+	stable := []planmodifier.String{stringplanmodifier.UseStateForUnknown()}
+	resp.Schema = schema.Schema{
+		MarkdownDescription: "A sandbox: an isolated workspace or docker-compose stack on a host, up and ready when apply " +
+			"finishes, torn down completely on destroy. The host keeps a record of it, so drift is detected and " +
+			"`terraform import` works from the host alone.",
+		Attributes: map[string]schema.Attribute{
+			"id": schema.StringAttribute{Computed: true, PlanModifiers: stable,
+				MarkdownDescription: "Sandbox id, unique on its host."},
+			"profile": schema.StringAttribute{Required: true,
+				PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
+				MarkdownDescription: "Profile that says how the sandbox is established, e.g. `profile.compose-e2e` or `profile.workspace`."},
+			"host": schema.StringAttribute{Optional: true, Computed: true,
+				// Replacement on a host change is decided in ModifyPlan, after the
+				// placement rule has filled in an unset host.
+				PlanModifiers: stable,
+				MarkdownDescription: "Host (a `host` block of the provider, or `local`). Default: the provider's `default_host` " +
+					"(env `SANDBOXER_HOST`), else the profile's first placement host, else `local`. Known at plan time."},
+			"inputs": schema.MapAttribute{Optional: true, ElementType: types.StringType,
+				PlanModifiers:       []planmodifier.Map{mapplanmodifier.RequiresReplace()},
+				MarkdownDescription: "Inputs the profile declares, e.g. `repo`: a local directory copied into the workspace. Values are never interpreted by a shell."},
+			"env": schema.MapAttribute{Optional: true, Sensitive: true, ElementType: types.StringType,
+				PlanModifiers:       []planmodifier.Map{mapplanmodifier.RequiresReplace()},
+				MarkdownDescription: "Environment written to the workspace as `.env` (mode 0600; the compose `.env`). Never stored in the host record."},
+			"labels": schema.MapAttribute{Optional: true, ElementType: types.StringType,
+				MarkdownDescription: "Free-form labels kept in the host record. Changing them updates in place."},
+			"extension": schema.StringAttribute{Computed: true, PlanModifiers: stable,
+				MarkdownDescription: "Extension that serves the profile, e.g. `ext.compose-ssh`. Known at plan time."},
+			"status": schema.StringAttribute{Computed: true,
+				MarkdownDescription: "`ready`, or what refresh found: `stopped`, `degraded` or `missing`. Anything but `ready` plans a replacement."},
+			"workspace_dir": schema.StringAttribute{Computed: true, PlanModifiers: stable,
+				MarkdownDescription: "Absolute path of the sandbox's workspace on its host."},
+			"compose_project": schema.StringAttribute{Computed: true, PlanModifiers: stable,
+				MarkdownDescription: "Compose project name (compose sandboxes only)."},
+			"services": schema.ListAttribute{Computed: true, ElementType: serviceType,
+				MarkdownDescription: "Compose services with their state (`running`, `starting`, `unhealthy`, `exited`, `missing`, ...)."},
+			"source_hash": schema.StringAttribute{Computed: true,
+				MarkdownDescription: "Content hash of the `repo` input directory, computed at plan time: editing a file in it plans a replacement."},
+			"created_at": schema.StringAttribute{Computed: true, PlanModifiers: stable,
+				MarkdownDescription: "When provisioning started (RFC 3339)."},
+			"ready_at": schema.StringAttribute{Computed: true, PlanModifiers: stable,
+				MarkdownDescription: "When the sandbox became ready (RFC 3339)."},
+		},
+		Blocks: map[string]schema.Block{
+			"timeouts": timeouts.Block(ctx, timeouts.Opts{Create: true, Read: true, Delete: true}),
+		},
+	}
+}
+
+func (r *SandboxResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
+	if req.ProviderData == nil {
+		return
+	}
+	data, ok := req.ProviderData.(*providerData)
+	if !ok {
+		resp.Diagnostics.AddError("Unexpected Resource Configure Type",
+			fmt.Sprintf("Expected *providerData, got %T. Please report this issue to the provider developers.", req.ProviderData))
+		return
+	}
+	r.data = data
+}
+
+// ModifyPlan makes plan-time decisions: the host and extension, input
+// validation (nothing on the host is touched), the repo content hash, and a
+// replacement when refresh found the sandbox not ready.
+func (r *SandboxResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	if req.Plan.Raw.IsNull() || r.data == nil {
+		return // destroy, or provider not configured yet
+	}
+	var plan sandboxModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	var state *sandboxModel
+	if !req.State.Raw.IsNull() {
+		state = &sandboxModel{}
+		resp.Diagnostics.Append(req.State.Get(ctx, state)...)
+	}
+
+	if plan.Profile.IsUnknown() {
+		return
+	}
+	profile, err := r.data.catalog.Get(plan.Profile.ValueString())
+	if err != nil {
+		resp.Diagnostics.AddAttributeError(path.Root("profile"), "Unknown Profile", err.Error())
+		return
+	}
+	ext, err := r.data.registry.Extension(profile.Extension)
+	if err != nil {
+		resp.Diagnostics.AddAttributeError(path.Root("profile"), "Unsupported Profile",
+			fmt.Sprintf("profile %s: %v", profile.Name, err))
+		return
+	}
+	plan.Extension = types.StringValue(ext.Name())
+
+	var configHost types.String
+	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("host"), &configHost)...)
+	if configHost.IsNull() {
+		plan.Host = types.StringValue(r.chooseHost(profile.Placement))
+	}
+	if !plan.Host.IsUnknown() {
+		if _, err := r.data.host(plan.Host.ValueString()); err != nil {
+			resp.Diagnostics.AddAttributeError(path.Root("host"), "Unknown Host", err.Error())
+		}
+	}
+	if state != nil && !plan.Host.Equal(state.Host) {
+		resp.RequiresReplace = append(resp.RequiresReplace, path.Root("host"))
+	}
+
+	if !plan.Inputs.IsUnknown() && !plan.Env.IsUnknown() {
+		inputs := stringMap(ctx, plan.Inputs, &resp.Diagnostics)
+		if err := profile.CheckInputs(inputs); err != nil {
+			resp.Diagnostics.AddAttributeError(path.Root("inputs"), "Invalid Sandbox Inputs", err.Error())
+		} else if err := ext.Validate(profile, inputs); err != nil {
+			resp.Diagnostics.AddAttributeError(path.Root("inputs"), "Invalid Sandbox Inputs", err.Error())
+		}
+		if err := backends.CheckEnv(stringMap(ctx, plan.Env, &resp.Diagnostics)); err != nil {
+			resp.Diagnostics.AddAttributeError(path.Root("env"), "Invalid Sandbox Env", err.Error())
+		}
+		if resp.Diagnostics.HasError() {
+			return
+		}
+		plan.SourceHash = types.StringNull()
+		if repo := inputs["repo"]; repo != "" {
+			hash, err := localdir.Hash(repo)
+			if err != nil {
+				resp.Diagnostics.AddAttributeError(path.Root("inputs"), "Unable to Read Repo Directory", err.Error())
+				return
+			}
+			plan.SourceHash = types.StringValue(hash)
+		}
+	} else {
+		plan.SourceHash = types.StringUnknown()
+	}
+
+	if state != nil {
+		if !plan.SourceHash.Equal(state.SourceHash) {
+			resp.RequiresReplace = append(resp.RequiresReplace, path.Root("source_hash"))
+		}
+		// Refresh found the sandbox stopped, degraded or half gone: replace it.
+		if state.Status.ValueString() != backends.StatusReady {
+			resp.RequiresReplace = append(resp.RequiresReplace, path.Root("status"))
+		}
+	}
+	replacing := state == nil || len(resp.RequiresReplace) > 0
+	if replacing {
+		plan.Status = types.StringValue(backends.StatusReady)
+		plan.Services = types.ListUnknown(serviceType)
+	} else {
+		// An in-place update (labels) does not touch the services; Update
+		// keeps these as planned and the next refresh reports any change.
+		plan.Status = state.Status
+		plan.Services = state.Services
+	}
+	resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
+}
+
+// chooseHost applies the placement rule: default host, else the profile's
+// first placement host the provider declares, else local.
+func (r *SandboxResource) chooseHost(placement []string) string {
+	if r.data.defaultHost != "" {
+		return r.data.defaultHost
+	}
+	for _, name := range placement {
+		if _, ok := r.data.hosts[name]; ok {
+			return name
+		}
+	}
+	return LocalHostName
+}
+
+func (r *SandboxResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
+	var plan sandboxModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	timeout, diags := plan.Timeouts.Create(ctx, defaultCreateTimeout)
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+
+	hostName := plan.Host.ValueString()
+	h, err := r.data.host(hostName)
+	if err != nil {
+		resp.Diagnostics.AddError("Unable to Create Sandbox", err.Error())
+		return
+	}
+	profile, err := r.data.catalog.Get(plan.Profile.ValueString())
+	if err != nil {
+		resp.Diagnostics.AddError("Unable to Create Sandbox", err.Error())
+		return
+	}
+	id := backends.NewID()
+	ctx = tflog.SetField(ctx, "host", hostName)
+	ctx = tflog.SetField(ctx, "sandbox_id", id)
+	tflog.Info(ctx, "creating sandbox", map[string]any{"profile": profile.Name})
+
+	sb, err := r.data.registry.Create(ctx, backends.Request{
+		ID:         id,
+		Profile:    profile,
+		Host:       h,
+		Inputs:     stringMap(ctx, plan.Inputs, &resp.Diagnostics),
+		Env:        stringMap(ctx, plan.Env, &resp.Diagnostics),
+		Labels:     stringMap(ctx, plan.Labels, &resp.Diagnostics),
+		SourceHash: plan.SourceHash.ValueString(),
+	})
+	if err != nil {
+		resp.Diagnostics.AddError("Unable to Create Sandbox",
+			fmt.Sprintf("Profile %s on host %q: %v\n\nNothing of this sandbox was left on the host.", profile.Name, hostName, err))
+		return
+	}
+	tflog.Info(ctx, "sandbox ready")
+	r.readBack(ctx, h, sb.ID, &plan, &resp.Diagnostics)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+}
+
+// readBack fills m from the host after a write, so state is what the host has.
+func (r *SandboxResource) readBack(ctx context.Context, h *hosts.Host, id string, m *sandboxModel, diags *diag.Diagnostics) {
+	sb, st, err := r.data.registry.Get(ctx, h, id)
+	if err != nil {
+		diags.AddError("Unable to Read Sandbox", fmt.Sprintf("Sandbox %s on host %q: %v", id, h.Host(), err))
+		return
+	}
+	diags.Append(m.fromBackend(ctx, sb, st)...)
+}
+
+func (r *SandboxResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
+	var state sandboxModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	timeout, diags := state.Timeouts.Read(ctx, defaultReadTimeout)
+	resp.Diagnostics.Append(diags...)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+
+	h, err := r.data.host(state.Host.ValueString())
+	if err != nil {
+		resp.Diagnostics.AddError("Unable to Read Sandbox", err.Error())
+		return
+	}
+	sb, st, err := r.data.registry.Get(ctx, h, state.ID.ValueString())
+	if errors.Is(err, backends.ErrNotFound) {
+		tflog.Warn(ctx, "sandbox is gone from its host; removing it from state", map[string]any{"host": h.Host(), "sandbox_id": state.ID.ValueString()})
+		resp.State.RemoveResource(ctx)
+		return
+	}
+	if err != nil {
+		resp.Diagnostics.AddError("Unable to Read Sandbox", fmt.Sprintf("Sandbox %s on host %q: %v", state.ID.ValueString(), h.Host(), err))
+		return
+	}
+	resp.Diagnostics.Append(state.fromBackend(ctx, sb, st)...)
+	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+}
+
+// Update handles what can change in place: labels (and timeouts).
+func (r *SandboxResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
+	var plan sandboxModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	h, err := r.data.host(plan.Host.ValueString())
+	if err != nil {
+		resp.Diagnostics.AddError("Unable to Update Sandbox", err.Error())
+		return
+	}
+	labels := stringMap(ctx, plan.Labels, &resp.Diagnostics)
+	if _, err := r.data.registry.SetLabels(ctx, h, plan.ID.ValueString(), labels); err != nil {
+		resp.Diagnostics.AddError("Unable to Update Sandbox", fmt.Sprintf("Sandbox %s on host %q: %v", plan.ID.ValueString(), h.Host(), err))
+		return
+	}
+	status, services := plan.Status, plan.Services
+	r.readBack(ctx, h, plan.ID.ValueString(), &plan, &resp.Diagnostics)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	plan.Status, plan.Services = status, services
+	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+}
+
+func (r *SandboxResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
+	var state sandboxModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	timeout, diags := state.Timeouts.Delete(ctx, defaultDeleteTimeout)
+	resp.Diagnostics.Append(diags...)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+
+	h, err := r.data.host(state.Host.ValueString())
+	if err != nil {
+		resp.Diagnostics.AddError("Unable to Delete Sandbox", err.Error())
+		return
+	}
+	if err := r.data.registry.Destroy(ctx, h, state.ID.ValueString()); err != nil {
+		resp.Diagnostics.AddError("Unable to Delete Sandbox", fmt.Sprintf("Sandbox %s on host %q: %v", state.ID.ValueString(), h.Host(), err))
+	}
+}
+
+// ImportState takes HOST/ID.
+func (r *SandboxResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
+	host, id, err := parseImportID(req.ID, "SANDBOX_ID")
+	if err != nil {
+		resp.Diagnostics.AddError("Unable to Import Sandbox", err.Error())
+		return
+	}
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("host"), host)...)
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), id)...)
+}

@@ -1,0 +1,195 @@
+package provider
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"testing"
+
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
+	"github.com/hashicorp/terraform-plugin-testing/plancheck"
+	"github.com/hashicorp/terraform-plugin-testing/statecheck"
+	"github.com/hashicorp/terraform-plugin-testing/terraform"
+	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/testharness"
+)
+
+// importID builds HOST/ID from state.
+func importID(addr string) resource.ImportStateIdFunc {
+	return func(s *terraform.State) (string, error) {
+		rs, ok := s.RootModule().Resources[addr]
+		if !ok {
+			return "", fmt.Errorf("%s not in state", addr)
+		}
+		return rs.Primary.Attributes["host"] + "/" + rs.Primary.ID, nil
+	}
+}
+
+// stateAttr reads one attribute of a resource from state.
+func stateAttr(s *terraform.State, addr, name string) string {
+	return s.RootModule().Resources[addr].Primary.Attributes[name]
+}
+
+func TestAccSandbox_workspaceOnLocal(t *testing.T) {
+	testAccPreCheck(t)
+	h := newAccHost(t)
+	repo := t.TempDir()
+	if err := os.WriteFile(filepath.Join(repo, "hello.txt"), []byte("hello\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	config := func(label string) string {
+		return h.providerConfig(t) + fmt.Sprintf(`
+resource "sandboxer_sandbox" "ws" {
+  profile = "profile.workspace"
+  inputs  = { repo = %q }
+  env     = { API_TOKEN = "s3cret" }
+  labels  = { team = %q }
+}
+`, repo, label)
+	}
+	var workspace string
+	resource.Test(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProviders,
+		CheckDestroy:             h.checkNothingLeft(t),
+		Steps: []resource.TestStep{
+			{
+				Config: config("$(touch /tmp/sandboxer-label-pwned)"),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue("sandboxer_sandbox.ws", tfjsonpath.New("host"), knownvalue.StringExact("local")),
+					statecheck.ExpectKnownValue("sandboxer_sandbox.ws", tfjsonpath.New("extension"), knownvalue.StringExact("ext.vm-packer")),
+					statecheck.ExpectKnownValue("sandboxer_sandbox.ws", tfjsonpath.New("status"), knownvalue.StringExact("ready")),
+					statecheck.ExpectKnownValue("sandboxer_sandbox.ws", tfjsonpath.New("source_hash"), knownvalue.StringRegexp(regexp.MustCompile(`^sha256:[0-9a-f]{64}$`))),
+				},
+				Check: func(s *terraform.State) error {
+					workspace = stateAttr(s, "sandboxer_sandbox.ws", "workspace_dir")
+					if got, err := os.ReadFile(filepath.Join(workspace, "hello.txt")); err != nil || string(got) != "hello\n" {
+						return fmt.Errorf("repo not copied into %s: %q %v", workspace, got, err)
+					}
+					if _, err := os.Stat("/tmp/sandboxer-label-pwned"); err == nil {
+						return fmt.Errorf("a label was executed by a shell")
+					}
+					return nil
+				},
+			},
+			{
+				// Labels change in place.
+				Config: config("platform"),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction("sandboxer_sandbox.ws", plancheck.ResourceActionUpdate),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue("sandboxer_sandbox.ws", tfjsonpath.New("labels").AtMapKey("team"), knownvalue.StringExact("platform")),
+				},
+			},
+			{
+				ResourceName:            "sandboxer_sandbox.ws",
+				ImportState:             true,
+				ImportStateIdFunc:       importID("sandboxer_sandbox.ws"),
+				ImportStateVerify:       true,
+				ImportStateVerifyIgnore: []string{"env", "timeouts"},
+			},
+			{
+				// Editing a file in the repo directory shows in the plan.
+				PreConfig: func() {
+					if err := os.WriteFile(filepath.Join(repo, "hello.txt"), []byte("edited\n"), 0o644); err != nil {
+						t.Fatal(err)
+					}
+				},
+				Config: config("platform"),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction("sandboxer_sandbox.ws", plancheck.ResourceActionDestroyBeforeCreate),
+				}},
+			},
+			{
+				// Removed out of band: the next plan re-creates it.
+				PreConfig: func() {
+					out, err := exec.Command("sh", "-c", "rm -rf "+h.rootDir+"/*").CombinedOutput()
+					if err != nil {
+						t.Fatalf("%v %s", err, out)
+					}
+					records, _ := filepath.Glob(filepath.Join(h.rootDir, ".sandboxer", "sandboxes", "*"))
+					for _, r := range records {
+						os.Remove(r)
+					}
+				},
+				Config: config("platform"),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction("sandboxer_sandbox.ws", plancheck.ResourceActionCreate),
+				}},
+			},
+		},
+	})
+}
+
+func TestAccSandbox_composeOverSSH(t *testing.T) {
+	testAccPreCheck(t)
+	testharness.RequireDocker(t)
+	h := newAccHost(t)
+	repo := testharness.ComposeRepo(t, testharness.Image(t), "web", "worker")
+	config := h.providerConfig(t) + fmt.Sprintf(`
+resource "sandboxer_sandbox" "stack" {
+  profile = "profile.compose-e2e"
+  host    = "harness"
+  inputs  = { repo = %q }
+  env     = { GREETING = "hi; rm -rf /" }
+  timeouts {
+    create = "3m"
+  }
+}
+`, repo)
+	var project string
+	resource.Test(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProviders,
+		CheckDestroy:             h.checkNothingLeft(t),
+		Steps: []resource.TestStep{
+			{
+				Config: config,
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue("sandboxer_sandbox.stack", tfjsonpath.New("status"), knownvalue.StringExact("ready")),
+					statecheck.ExpectKnownValue("sandboxer_sandbox.stack", tfjsonpath.New("extension"), knownvalue.StringExact("ext.compose-ssh")),
+					statecheck.ExpectKnownValue("sandboxer_sandbox.stack", tfjsonpath.New("services"), knownvalue.ListExact([]knownvalue.Check{
+						knownvalue.ObjectExact(map[string]knownvalue.Check{"name": knownvalue.StringExact("web"), "state": knownvalue.StringExact("running")}),
+						knownvalue.ObjectExact(map[string]knownvalue.Check{"name": knownvalue.StringExact("worker"), "state": knownvalue.StringExact("running")}),
+					})),
+				},
+				Check: func(s *terraform.State) error {
+					project = stateAttr(s, "sandboxer_sandbox.stack", "compose_project")
+					out, err := exec.Command("docker", "ps", "-q", "--filter", "label=com.docker.compose.project="+project).Output()
+					if err != nil || len(regexp.MustCompile(`\S+`).FindAll(out, -1)) != 2 {
+						return fmt.Errorf("docker shows %q for project %s (%v)", out, project, err)
+					}
+					return nil
+				},
+			},
+			{
+				ResourceName:            "sandboxer_sandbox.stack",
+				ImportState:             true,
+				ImportStateIdFunc:       importID("sandboxer_sandbox.stack"),
+				ImportStateVerify:       true,
+				ImportStateVerifyIgnore: []string{"env", "timeouts"},
+			},
+			{
+				// Stopped out of band: drift, and the plan replaces it.
+				PreConfig: func() {
+					out, err := exec.Command("sh", "-c", "docker stop -t 1 $(docker ps -q --filter label=com.docker.compose.project="+project+")").CombinedOutput()
+					if err != nil {
+						t.Fatalf("docker stop: %v %s", err, out)
+					}
+				},
+				Config: config,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction("sandboxer_sandbox.stack", plancheck.ResourceActionDestroyBeforeCreate),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue("sandboxer_sandbox.stack", tfjsonpath.New("status"), knownvalue.StringExact("ready")),
+				},
+			},
+		},
+	})
+}
