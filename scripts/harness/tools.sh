@@ -79,7 +79,7 @@ build_tofu() { # $1 = cache dir, $2 = version
 	mkdir -p "$dir"
 	work="$(mktemp -d)"
 	# shellcheck disable=SC2064
-	trap "rm -rf '$work'" RETURN
+	trap "rm -rf '$work'" EXIT # runs in its own background subshell
 	gomod="$(cd / && go mod download -json "github.com/opentofu/opentofu@v$ver" |
 		sed -n 's/.*"GoMod": *"\([^"]*\)".*/\1/p')"
 	[ -f "$gomod" ] || { echo "cannot fetch go.mod of opentofu v$ver" >&2; return 1; }

@@ -28,8 +28,9 @@ STATE="$(cd "$STATE" && pwd)"
 if ! docker info >/dev/null 2>&1; then
 	# Defaults (overlay2, iptables on) work in this sandbox; extra flags can be given in
 	# SANDBOXER_DOCKERD_FLAGS (e.g. "--storage-driver=vfs --iptables=false").
+	# setsid: its own session, so it outlives the shell (or CI job) that started it.
 	# shellcheck disable=SC2086
-	nohup dockerd ${SANDBOXER_DOCKERD_FLAGS:-} >>"$STATE/dockerd.log" 2>&1 </dev/null &
+	setsid nohup dockerd ${SANDBOXER_DOCKERD_FLAGS:-} >>"$STATE/dockerd.log" 2>&1 </dev/null &
 	echo "$!" >"$STATE/dockerd.pid"
 	for _ in $(seq 1 60); do
 		docker info >/dev/null 2>&1 && break

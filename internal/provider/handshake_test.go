@@ -1,0 +1,90 @@
+package provider
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/testharness"
+)
+
+// TestAccApplySixComposeSandboxesHandshakes runs the real CLI against the
+// built provider binary (not the in-process test server) and counts the SSH
+// handshakes sshd logs during one `apply` of six compose sandboxes on one
+// host. The bar is two: one per provider process the CLI starts (plan walk
+// and apply walk), however many resources there are.
+func TestAccApplySixComposeSandboxesHandshakes(t *testing.T) {
+	if os.Getenv("TF_ACC") == "" {
+		t.Skip("acceptance test: set TF_ACC=1")
+	}
+	cli := testharness.Env(t, "TF_ACC_TERRAFORM_PATH")
+	testharness.RequireDocker(t)
+	h := newAccHost(t)
+
+	pluginDir := t.TempDir()
+	build := exec.Command("go", "build", "-o", filepath.Join(pluginDir, "terraform-provider-sandboxer"), ".")
+	build.Dir = filepath.Join("..", "..")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	cliConfig := filepath.Join(t.TempDir(), "cli.tfrc")
+	if err := os.WriteFile(cliConfig, []byte(fmt.Sprintf(`provider_installation {
+  dev_overrides {
+    "sand-boxer/sandboxer" = %q
+  }
+  direct {}
+}
+`, pluginDir)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	repo := testharness.ComposeRepo(t, testharness.Image(t), "app")
+	work := t.TempDir()
+	config := `terraform {
+  required_providers {
+    sandboxer = { source = "sand-boxer/sandboxer" }
+  }
+}
+` + h.providerConfig(t) + fmt.Sprintf(`
+resource "sandboxer_sandbox" "six" {
+  count   = 6
+  profile = "profile.compose-e2e"
+  host    = "harness"
+  inputs  = { repo = %q }
+}
+`, repo)
+	if err := os.WriteFile(filepath.Join(work, "main.tf"), []byte(config), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tf := func(args ...string) {
+		t.Helper()
+		cmd := exec.Command(cli, append(args, "-no-color")...)
+		cmd.Dir = work
+		cmd.Env = append(os.Environ(), "TF_CLI_CONFIG_FILE="+cliConfig, "TF_IN_AUTOMATION=1", "TF_ACC=", "TF_LOG=")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("%s %s: %v\n%s", filepath.Base(cli), strings.Join(args, " "), err, out)
+		}
+	}
+	t.Cleanup(func() {
+		tf("destroy", "-auto-approve")
+		if left := h.leftovers(t); len(left) > 0 {
+			t.Errorf("destroy left on the host: %s", strings.Join(left, ", "))
+		}
+	})
+
+	before := testharness.SSHDAccepted(t, "SANDBOXER_TEST_SSHD_LOG")
+	tf("apply", "-auto-approve")
+	time.Sleep(200 * time.Millisecond) // let sshd flush its log
+	handshakes := testharness.SSHDAccepted(t, "SANDBOXER_TEST_SSHD_LOG") - before
+	t.Logf("apply of 6 compose sandboxes: %d SSH handshakes", handshakes)
+	if handshakes > 2 {
+		t.Fatalf("apply of 6 compose sandboxes made %d SSH handshakes, want at most 2", handshakes)
+	}
+	if handshakes == 0 {
+		t.Fatal("no handshake seen: the sandboxes did not go through the harness sshd")
+	}
+}
