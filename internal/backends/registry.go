@@ -39,6 +39,10 @@ func (r *Registry) Extension(name string) (Extension, error) {
 	return nil, fmt.Errorf("unknown extension %q; available: %s", name, strings.Join(names, ", "))
 }
 
+// ErrCleanupFailed marks a create that failed and whose cleanup failed too:
+// something of the sandbox may remain on the host.
+var ErrCleanupFailed = errors.New("cleanup after the failure also failed")
+
 // cleanupTimeout bounds the teardown that follows a failed create, which
 // runs even when the create's own context has ended.
 const cleanupTimeout = 2 * time.Minute
@@ -58,12 +62,9 @@ func (r *Registry) Create(ctx context.Context, req Request) (*Sandbox, error) {
 		return nil, err
 	}
 	fail := func(cause error) (*Sandbox, error) {
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
-		defer cancel()
-		if terr := r.teardown(cctx, ext, req.Host, sb); terr != nil {
-			return nil, fmt.Errorf("%w\n\ncleanup after the failure also failed, sandbox %s may remain on host %q: %v", cause, sb.ID, req.Host.Host(), terr)
-		}
-		return nil, cause
+		return nil, CleanUpAfter(ctx, cause, req.Host, sb.ID, func(ctx context.Context) error {
+			return r.teardown(ctx, ext, req.Host, sb)
+		})
 	}
 	// Record first, so a sandbox interrupted while waiting is still discoverable on the host.
 	if err := writeRecord(ctx, req.Host, sb); err != nil {
@@ -78,6 +79,18 @@ func (r *Registry) Create(ctx context.Context, req Request) (*Sandbox, error) {
 		return fail(err)
 	}
 	return sb, nil
+}
+
+// CleanUpAfter runs cleanup after a failed create step and returns cause,
+// marked with ErrCleanupFailed when the cleanup failed too. The cleanup runs
+// even when ctx has ended (a timeout is often the cause), bounded on its own.
+func CleanUpAfter(ctx context.Context, cause error, h *hosts.Host, id string, cleanup func(context.Context) error) error {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	if err := cleanup(cctx); err != nil {
+		return fmt.Errorf("%w\n\n%w: sandbox %s may remain on host %q: %v", cause, ErrCleanupFailed, id, h.Host(), err)
+	}
+	return cause
 }
 
 // Get reads a sandbox's record and its live status from the host.

@@ -260,8 +260,11 @@ func (r *SandboxResource) Create(ctx context.Context, req resource.CreateRequest
 		SourceHash: plan.SourceHash.ValueString(),
 	})
 	if err != nil {
-		resp.Diagnostics.AddError("Unable to Create Sandbox",
-			fmt.Sprintf("Profile %s on host %q: %v\n\nNothing of this sandbox was left on the host.", profile.Name, hostName, err))
+		detail := fmt.Sprintf("Profile %s on host %q: %v", profile.Name, hostName, err)
+		if !errors.Is(err, backends.ErrCleanupFailed) {
+			detail += "\n\nWhat was started for this sandbox has been removed from the host."
+		}
+		resp.Diagnostics.AddError("Unable to Create Sandbox", detail)
 		return
 	}
 	tflog.Info(ctx, "sandbox ready")

@@ -5,6 +5,7 @@ package composessh
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -95,8 +96,12 @@ func (e *Extension) compose(ctx context.Context, h *hosts.Host) ([]string, error
 elif command -v docker-compose >/dev/null 2>&1; then echo docker-compose
 elif command -v podman-compose >/dev/null 2>&1; then echo podman-compose
 else echo "no compose command found: tried docker compose, docker-compose, podman-compose" >&2; exit 3; fi`)
-	if err != nil {
+	var ce *hosts.CommandError
+	if errors.As(err, &ce) {
 		return nil, fmt.Errorf("unable to find a compose command (set compose_command or SANDBOXER_COMPOSE_CMD): %w", err)
+	}
+	if err != nil {
+		return nil, err
 	}
 	argv := strings.Fields(string(out))
 	e.detected.Store(h.Host(), argv)
@@ -140,8 +145,9 @@ func (e *Extension) Provision(ctx context.Context, req backends.Request) (*backe
 		CreatedAt: e.Now().UTC(),
 	}
 	fail := func(err error) (*backends.Sandbox, error) {
-		_ = e.Teardown(context.WithoutCancel(ctx), req.Host, sb)
-		return nil, err
+		return nil, backends.CleanUpAfter(ctx, err, req.Host, sb.ID, func(ctx context.Context) error {
+			return e.Teardown(ctx, req.Host, sb)
+		})
 	}
 	if err := backends.PopulateWorkspace(ctx, req.Host, ws, req.Inputs["repo"], req.Env); err != nil {
 		return fail(err)

@@ -58,19 +58,20 @@ func (e *Extension) Validate(p *catalog.Profile, inputs map[string]string) error
 	return nil
 }
 
-func (e *Extension) Provision(ctx context.Context, req backends.Request) (sb *backends.Sandbox, err error) {
+func (e *Extension) Provision(ctx context.Context, req backends.Request) (*backends.Sandbox, error) {
 	ws, err := backends.MakeWorkspace(ctx, req.Host, workspaceBase(req.Profile, req.Host), workspaceName(req.ID))
 	if err != nil {
 		return nil, err
 	}
-	sb = &backends.Sandbox{
+	sb := &backends.Sandbox{
 		ID: req.ID, Host: req.Host.Host(), Profile: req.Profile.Name, Extension: Name,
 		Inputs: req.Inputs, Labels: req.Labels, WorkspaceDir: ws, SourceHash: req.SourceHash,
 		CreatedAt: e.Now().UTC(),
 	}
 	if err := backends.PopulateWorkspace(ctx, req.Host, ws, req.Inputs["repo"], req.Env); err != nil {
-		_ = e.Teardown(context.WithoutCancel(ctx), req.Host, sb)
-		return nil, err
+		return nil, backends.CleanUpAfter(ctx, err, req.Host, sb.ID, func(ctx context.Context) error {
+			return e.Teardown(ctx, req.Host, sb)
+		})
 	}
 	return sb, nil
 }
