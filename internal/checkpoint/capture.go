@@ -1,0 +1,305 @@
+package checkpoint
+
+import (
+	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Limits bound a snapshot; checked before anything is written.
+type Limits struct {
+	MaxBytes int64
+	MaxFiles int
+}
+
+// Default limits per snapshot, settable per profile.
+const (
+	DefaultMaxBytes = 10 << 30
+	DefaultMaxFiles = 100000
+)
+
+// CaptureOptions describe a snapshot to take.
+type CaptureOptions struct {
+	ID          string
+	Name        string
+	Description string
+	SandboxID   string
+	Profile     string
+	Metadata    map[string]string
+	Filter      Filter
+	IncludeEnv  bool
+	Limits      Limits
+	Now         time.Time
+	Workers     int // parallel file readers; 0 means 4
+}
+
+// Capture snapshots workspace into the store. Unchanged files (same size and
+// mtime as in the sandbox's previous snapshot) are not read again; new
+// content is written once, under its digest. The manifest is written last.
+func (s *Store) Capture(workspace string, opts CaptureOptions) (*Manifest, error) {
+	if err := CheckID(opts.ID); err != nil {
+		return nil, err
+	}
+	if err := opts.Filter.Validate(); err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(s.manifestPath(opts.ID)); err == nil {
+		return nil, fmt.Errorf("snapshot %s already exists", opts.ID)
+	}
+	entries, err := scan(workspace, opts.Filter)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkLimits(entries, opts.Limits); err != nil {
+		return nil, err
+	}
+	var env map[string]string
+	if opts.IncludeEnv {
+		if env, err = readDotEnv(filepath.Join(workspace, ".env")); err != nil {
+			return nil, err
+		}
+	}
+
+	unlock, err := s.lock(false)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+
+	prev := s.previous(opts.SandboxID)
+	var stored atomic.Int64
+	work := make(chan int)
+	errs := make(chan error, 1)
+	var wg sync.WaitGroup
+	workers := opts.Workers
+	if workers <= 0 {
+		workers = 4
+	}
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				e := &entries[i]
+				if p, ok := prev[e.Path]; ok && p.Size == e.Size && p.MtimeNs == e.MtimeNs && s.hasObject(p.Digest) {
+					e.Digest = p.Digest
+					continue
+				}
+				n, err := s.storeFile(filepath.Join(workspace, filepath.FromSlash(e.Path)), e)
+				if err != nil {
+					select {
+					case errs <- err:
+					default:
+					}
+					continue
+				}
+				stored.Add(n)
+			}
+		}()
+	}
+	for i := range entries {
+		if entries[i].Type == TypeFile {
+			work <- i
+		}
+	}
+	close(work)
+	wg.Wait()
+	select {
+	case err := <-errs:
+		return nil, err
+	default:
+	}
+
+	m := &Manifest{
+		ID: opts.ID, Name: opts.Name, Description: opts.Description, SandboxID: opts.SandboxID,
+		Profile: opts.Profile, CreatedAt: opts.Now.UTC(), Metadata: opts.Metadata,
+		Include: opts.Filter.Include, Exclude: opts.Filter.Exclude, Entries: entries,
+		StoredBytes: stored.Load(),
+	}
+	if err := s.save(m, env); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// scan lists the workspace entries in scope, without reading file contents.
+func scan(workspace string, f Filter) ([]Entry, error) {
+	st, err := os.Stat(workspace)
+	if err != nil || !st.IsDir() {
+		return nil, fmt.Errorf("workspace %s is not a directory: %v", workspace, err)
+	}
+	var entries []Entry
+	err = filepath.WalkDir(workspace, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if p == workspace {
+			return nil
+		}
+		rel, _ := filepath.Rel(workspace, p)
+		rel = filepath.ToSlash(rel)
+		if f.Excluded(rel) {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		e := Entry{Path: rel, Mode: uint32(info.Mode().Perm())}
+		switch {
+		case d.IsDir():
+			if !f.MayContain(rel) {
+				return filepath.SkipDir
+			}
+			if !f.Included(rel) {
+				return nil // walk through it for included children, but it is not itself in scope
+			}
+			e.Type = TypeDir
+		case info.Mode().IsRegular():
+			if !f.Included(rel) {
+				return nil
+			}
+			e.Type, e.Size, e.MtimeNs = TypeFile, info.Size(), info.ModTime().UnixNano()
+		case info.Mode()&fs.ModeSymlink != 0:
+			if !f.Included(rel) {
+				return nil
+			}
+			e.Type = TypeSymlink
+			if e.Target, err = os.Readlink(p); err != nil {
+				return err
+			}
+		default:
+			return nil // sockets, pipes, devices: not workspace content
+		}
+		entries = append(entries, e)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("unable to scan workspace %s: %w", workspace, err)
+	}
+	return entries, nil
+}
+
+func checkLimits(entries []Entry, l Limits) error {
+	if l.MaxBytes <= 0 {
+		l.MaxBytes = DefaultMaxBytes
+	}
+	if l.MaxFiles <= 0 {
+		l.MaxFiles = DefaultMaxFiles
+	}
+	var size int64
+	files := 0
+	for _, e := range entries {
+		if e.Type == TypeFile {
+			size += e.Size
+			files++
+		}
+	}
+	if files > l.MaxFiles {
+		return fmt.Errorf("snapshot would hold %d files, over the limit of %d: narrow it with include_paths/exclude_paths or raise the profile's snapshot limit", files, l.MaxFiles)
+	}
+	if size > l.MaxBytes {
+		return fmt.Errorf("snapshot would hold %d bytes, over the limit of %d: narrow it with include_paths/exclude_paths or raise the profile's snapshot limit", size, l.MaxBytes)
+	}
+	return nil
+}
+
+// previous returns the newest snapshot of the same sandbox as a stat cache.
+func (s *Store) previous(sandboxID string) map[string]Entry {
+	if sandboxID == "" {
+		return nil
+	}
+	list, err := s.List()
+	if err != nil {
+		return nil
+	}
+	for i := len(list) - 1; i >= 0; i-- {
+		if list[i].SandboxID != sandboxID {
+			continue
+		}
+		m, err := s.Load(list[i].ID)
+		if err != nil {
+			return nil
+		}
+		prev := make(map[string]Entry, len(m.Entries))
+		for _, e := range m.Entries {
+			if e.Type == TypeFile {
+				prev[e.Path] = e
+			}
+		}
+		return prev
+	}
+	return nil
+}
+
+// storeFile hashes src while copying it into a temp object, then names the
+// object by its digest (or drops the copy when the store already has it).
+// It returns the bytes newly added to the store.
+func (s *Store) storeFile(src string, e *Entry) (int64, error) {
+	in, err := os.Open(src)
+	if err != nil {
+		return 0, fmt.Errorf("unable to read %s: %w", e.Path, err)
+	}
+	defer in.Close()
+	tmp, err := s.tempFile()
+	if err != nil {
+		return 0, err
+	}
+	h := sha256.New()
+	n, err := io.Copy(io.MultiWriter(tmp, h), in)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+		return 0, fmt.Errorf("unable to store %s: %w", e.Path, err)
+	}
+	e.Digest, e.Size = hex.EncodeToString(h.Sum(nil)), n
+	if s.hasObject(e.Digest) {
+		os.Remove(tmp.Name())
+		return 0, nil
+	}
+	if err := commit(tmp.Name(), s.objectPath(e.Digest)); err != nil {
+		os.Remove(tmp.Name())
+		return 0, err
+	}
+	return n, nil
+}
+
+// readDotEnv parses a KEY=VALUE .env file; a missing file is no env.
+func readDotEnv(path string) (map[string]string, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return map[string]string{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	env := map[string]string{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		k, v, ok := strings.Cut(line, "=")
+		if ok {
+			env[strings.TrimSpace(strings.TrimPrefix(k, "export "))] = v
+		}
+	}
+	return env, sc.Err()
+}

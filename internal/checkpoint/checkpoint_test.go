@@ -1,0 +1,383 @@
+package checkpoint
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func put(t *testing.T, root, rel, content string) {
+	t.Helper()
+	p := filepath.Join(root, filepath.FromSlash(rel))
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func read(t *testing.T, root, rel string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(rel)))
+	if err != nil {
+		return "<" + err.Error() + ">"
+	}
+	return string(b)
+}
+
+func newStore(t *testing.T) *Store {
+	t.Helper()
+	s, err := Open(filepath.Join(t.TempDir(), "store"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+var now = time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
+
+func capture(t *testing.T, s *Store, ws, id string, mod func(*CaptureOptions)) *Manifest {
+	t.Helper()
+	opts := CaptureOptions{ID: id, Name: id, SandboxID: "sbx1", Now: now}
+	if mod != nil {
+		mod(&opts)
+	}
+	m, err := s.Capture(ws, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(time.Second)
+	return m
+}
+
+func TestCaptureRestoreInPlace(t *testing.T) {
+	s := newStore(t)
+	ws := t.TempDir()
+	put(t, ws, "src/main.go", "package main\n")
+	put(t, ws, "data/big.bin", strings.Repeat("x", 1<<20))
+	put(t, ws, "debug.log", "noise")
+	put(t, ws, ".env", "TOKEN=abc\nMODE=dev\n")
+	os.Symlink("src/main.go", filepath.Join(ws, "link"))
+	m := capture(t, s, ws, "snap1", func(o *CaptureOptions) {
+		o.IncludeEnv = true
+		o.Filter.Exclude = []string{"*.log"}
+	})
+	if m.FileCount != 2 || m.SizeBytes != 1<<20+13 || m.StoredBytes != m.SizeBytes || !strings.HasPrefix(m.Digest, "sha256:") {
+		t.Fatalf("manifest totals: %+v", m.Summary())
+	}
+	if strings.Join(m.EnvNames, ",") != "MODE,TOKEN" {
+		t.Fatalf("env names %v", m.EnvNames)
+	}
+	raw, _ := os.ReadFile(s.manifestPath("snap1"))
+	if strings.Contains(string(raw), "abc") {
+		t.Fatal("an env value is in the manifest")
+	}
+
+	// Break things.
+	put(t, ws, "src/main.go", "corrupted")
+	os.RemoveAll(filepath.Join(ws, "data"))
+	put(t, ws, "src/new.go", "added later")
+	put(t, ws, ".env", "TOKEN=changed\n")
+
+	res, err := s.Restore("snap1", ws, RestoreOptions{Files: true, Env: true, Overwrite: true, Prune: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if read(t, ws, "src/main.go") != "package main\n" || read(t, ws, "data/big.bin") != strings.Repeat("x", 1<<20) {
+		t.Fatal("content not restored byte for byte")
+	}
+	if _, err := os.Stat(filepath.Join(ws, "src/new.go")); !os.IsNotExist(err) {
+		t.Fatal("prune kept a file the snapshot does not have")
+	}
+	if read(t, ws, "debug.log") != "noise" {
+		t.Fatal("prune removed an out-of-scope (excluded) file")
+	}
+	if target, _ := os.Readlink(filepath.Join(ws, "link")); target != "src/main.go" {
+		t.Fatalf("link restored as %q", target)
+	}
+	if got := read(t, ws, ".env"); got != "MODE=dev\nTOKEN=abc\n" {
+		t.Fatalf(".env restored as %q", got)
+	}
+	if res.FilesRestored != 3 || res.Pruned != 1 {
+		t.Fatalf("result %+v", res)
+	}
+	entries, _ := os.ReadDir(ws)
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), stagingPrefix) {
+			t.Fatal("staging directory left behind")
+		}
+	}
+}
+
+func TestRestoreWithoutOverwriteKeepsExistingFiles(t *testing.T) {
+	s := newStore(t)
+	ws := t.TempDir()
+	put(t, ws, "a.txt", "snapshot")
+	put(t, ws, "b.txt", "snapshot")
+	capture(t, s, ws, "snap1", nil)
+	put(t, ws, "a.txt", "mine")
+	os.Remove(filepath.Join(ws, "b.txt"))
+	if _, err := s.Restore("snap1", ws, RestoreOptions{Files: true}); err != nil {
+		t.Fatal(err)
+	}
+	if read(t, ws, "a.txt") != "mine" || read(t, ws, "b.txt") != "snapshot" {
+		t.Fatal("overwrite=false: existing must be kept, missing restored")
+	}
+}
+
+func TestIncrementalCaptureReadsAndStoresOnlyChanges(t *testing.T) {
+	s := newStore(t)
+	ws := t.TempDir()
+	for i := 0; i < 100; i++ {
+		put(t, ws, fmt.Sprintf("f%03d", i), strings.Repeat(fmt.Sprint(i), 1000))
+	}
+	full := capture(t, s, ws, "full", nil)
+	put(t, ws, "f007", "changed content")
+	// Rewrite an unchanged-looking file behind the stat cache's back (same
+	// size, mtime put back): a capture that does not re-read unchanged files
+	// keeps its old digest.
+	p := filepath.Join(ws, "f050")
+	st, _ := os.Stat(p)
+	os.WriteFile(p, []byte(strings.Repeat("Q", int(st.Size()))), 0o644)
+	os.Chtimes(p, st.ModTime(), st.ModTime())
+	inc := capture(t, s, ws, "inc", nil)
+	if inc.StoredBytes != int64(len("changed content")) {
+		t.Fatalf("stored %d bytes, want only the change (%d)", inc.StoredBytes, len("changed content"))
+	}
+	for i, e := range inc.Entries {
+		if e.Path == "f050" && e.Digest != full.Entries[i].Digest {
+			t.Fatal("an unchanged file (same size and mtime) was read again")
+		}
+	}
+	if full.Digest == inc.Digest {
+		t.Fatal("digest did not change")
+	}
+	d, err := s.Diff("full", "inc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(d.FilesModified, ",") != "f007" || len(d.FilesAdded)+len(d.FilesRemoved) != 0 {
+		t.Fatalf("diff %+v", d)
+	}
+}
+
+func TestRestoreVerifiesBeforeTouchingTarget(t *testing.T) {
+	s := newStore(t)
+	ws := t.TempDir()
+	put(t, ws, "a.txt", "aaaa")
+	put(t, ws, "b.txt", "bbbb")
+	m := capture(t, s, ws, "snap1", nil)
+	var digest string
+	for _, e := range m.Entries {
+		if e.Path == "b.txt" {
+			digest = e.Digest
+		}
+	}
+	// Corrupt one object in the store.
+	if err := os.WriteFile(s.objectPath(digest), []byte("evil"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	target := t.TempDir()
+	put(t, target, "a.txt", "keep me")
+	_, err := s.Restore("snap1", target, RestoreOptions{Files: true, Overwrite: true, Prune: true})
+	if err == nil || !strings.Contains(err.Error(), "b.txt") || !strings.Contains(err.Error(), "corrupt") {
+		t.Fatalf("want a corruption error naming b.txt, got %v", err)
+	}
+	entries, _ := os.ReadDir(target)
+	if len(entries) != 1 || read(t, target, "a.txt") != "keep me" {
+		t.Fatalf("target changed by a failed restore: %v", entries)
+	}
+}
+
+func TestRestoreNeverWritesThroughSymlinks(t *testing.T) {
+	s := newStore(t)
+	outside := t.TempDir()
+	put(t, outside, "victim.txt", "untouched")
+	ws := t.TempDir()
+	put(t, ws, "dir/file.txt", "inside")
+	os.Symlink(filepath.Join(outside, "victim.txt"), filepath.Join(ws, "escape"))
+	capture(t, s, ws, "snap1", nil)
+
+	// The target has links where the snapshot has a directory and a file.
+	target := t.TempDir()
+	os.Symlink(outside, filepath.Join(target, "dir"))
+	os.Symlink(filepath.Join(outside, "victim.txt"), filepath.Join(target, "escape"))
+	if _, err := s.Restore("snap1", target, RestoreOptions{Files: true, Overwrite: true}); err != nil {
+		t.Fatal(err)
+	}
+	if read(t, outside, "victim.txt") != "untouched" {
+		t.Fatal("restore wrote outside the workspace")
+	}
+	if _, err := os.Stat(filepath.Join(outside, "file.txt")); err == nil {
+		t.Fatal("restore followed a directory symlink out of the workspace")
+	}
+	if read(t, target, "dir/file.txt") != "inside" {
+		t.Fatal("file not restored inside the workspace")
+	}
+	if l, _ := os.Readlink(filepath.Join(target, "escape")); l != filepath.Join(outside, "victim.txt") {
+		t.Fatal("symlink not restored as a link")
+	}
+}
+
+func TestTamperedManifestRefused(t *testing.T) {
+	s := newStore(t)
+	ws := t.TempDir()
+	put(t, ws, "a.txt", "a")
+	capture(t, s, ws, "snap1", nil)
+	var m Manifest
+	raw, _ := os.ReadFile(s.manifestPath("snap1"))
+	json.Unmarshal(raw, &m)
+	m.Entries[0].Path = "../escaped.txt"
+	m.Digest = m.ComputeDigest() // even with a consistent digest
+	raw, _ = json.Marshal(m)
+	os.WriteFile(s.manifestPath("snap1"), raw, 0o600)
+	_, err := s.Restore("snap1", t.TempDir(), RestoreOptions{Files: true, Overwrite: true})
+	if err == nil || !strings.Contains(err.Error(), "..") {
+		t.Fatalf("want refusal of a .. entry, got %v", err)
+	}
+	m.Entries[0].Path = "a.txt"
+	m.Entries[0].Size = 99 // digest no longer matches
+	raw, _ = json.Marshal(m)
+	os.WriteFile(s.manifestPath("snap1"), raw, 0o600)
+	if _, err := s.Load("snap1"); err == nil || !strings.Contains(err.Error(), "corrupt") {
+		t.Fatalf("want corrupt manifest, got %v", err)
+	}
+}
+
+func TestLimitsCheckedBeforeCapture(t *testing.T) {
+	s := newStore(t)
+	ws := t.TempDir()
+	for i := 0; i < 5; i++ {
+		put(t, ws, fmt.Sprintf("f%d", i), "12345")
+	}
+	_, err := s.Capture(ws, CaptureOptions{ID: "s1", Now: now, Limits: Limits{MaxFiles: 4}})
+	if err == nil || !strings.Contains(err.Error(), "5 files, over the limit of 4") {
+		t.Fatalf("got %v", err)
+	}
+	_, err = s.Capture(ws, CaptureOptions{ID: "s1", Now: now, Limits: Limits{MaxBytes: 20}})
+	if err == nil || !strings.Contains(err.Error(), "25 bytes, over the limit of 20") {
+		t.Fatalf("got %v", err)
+	}
+	if objs, _ := filepath.Glob(filepath.Join(s.Dir, "objects", "*", "*")); len(objs) != 0 {
+		t.Fatal("a refused capture wrote objects")
+	}
+}
+
+func TestDeleteFreesOnlyUnsharedObjects(t *testing.T) {
+	s := newStore(t)
+	ws := t.TempDir()
+	put(t, ws, "shared.txt", "shared")
+	put(t, ws, "only1.txt", "only in one")
+	capture(t, s, ws, "snap1", nil)
+	os.Remove(filepath.Join(ws, "only1.txt"))
+	capture(t, s, ws, "snap2", nil)
+	// Debris of an interrupted capture: a temp object and no manifest.
+	os.WriteFile(filepath.Join(s.Dir, "tmp", "deadbeef"), []byte("half"), 0o600)
+
+	freed, err := s.Delete("snap1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if freed != int64(len("only in one")) {
+		t.Fatalf("freed %d", freed)
+	}
+	if _, err := s.Restore("snap2", t.TempDir(), RestoreOptions{Files: true}); err != nil {
+		t.Fatalf("remaining snapshot broken after delete: %v", err)
+	}
+	if _, err := s.Load("snap1"); err != ErrNotFound {
+		t.Fatalf("deleted snapshot still loads: %v", err)
+	}
+	if tmps, _ := filepath.Glob(filepath.Join(s.Dir, "tmp", "*")); len(tmps) != 0 {
+		t.Fatal("gc left temp debris")
+	}
+	if _, err := s.Delete("snap1"); err != nil {
+		t.Fatal("deleting twice must succeed")
+	}
+}
+
+func TestConcurrentCapturesAndDeletes(t *testing.T) {
+	s := newStore(t)
+	ws := t.TempDir()
+	for i := 0; i < 50; i++ {
+		put(t, ws, fmt.Sprintf("f%02d", i), strings.Repeat("z", i*100))
+	}
+	var wg sync.WaitGroup
+	for i := 0; i < 8; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			id := fmt.Sprintf("c%d", i)
+			if _, err := s.Capture(ws, CaptureOptions{ID: id, Now: now}); err != nil {
+				t.Error(err)
+				return
+			}
+			if i%2 == 0 {
+				if _, err := s.Delete(id); err != nil {
+					t.Error(err)
+				}
+			}
+		}(i)
+	}
+	wg.Wait()
+	list, _ := s.List()
+	if len(list) != 4 {
+		t.Fatalf("%d snapshots remain, want 4", len(list))
+	}
+	for _, sm := range list {
+		if _, err := s.Restore(sm.ID, t.TempDir(), RestoreOptions{Files: true}); err != nil {
+			t.Fatalf("%s broken by a concurrent delete: %v", sm.ID, err)
+		}
+	}
+}
+
+func TestTransferBetweenStores(t *testing.T) {
+	a, b := newStore(t), newStore(t)
+	ws := t.TempDir()
+	put(t, ws, "x.txt", "x content")
+	put(t, ws, ".env", "K=v\n")
+	m := capture(t, a, ws, "snap1", func(o *CaptureOptions) { o.IncludeEnv = true })
+	env, _ := a.LoadEnv(m)
+	var digests []string
+	for _, e := range m.Entries {
+		if e.Type == TypeFile {
+			digests = append(digests, e.Digest)
+		}
+	}
+	missing := b.Missing(digests)
+	var buf bytes.Buffer
+	if err := a.ExportObjects(&buf, missing); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.ImportObjects(&buf); err != nil {
+		t.Fatal(err)
+	}
+	cp, err := b.Import(m, env, "copy1", "replica", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cp.Digest != m.Digest || cp.Source != "snap1" {
+		t.Fatalf("copy %+v", cp.Summary())
+	}
+	target := t.TempDir()
+	if _, err := b.Restore("copy1", target, RestoreOptions{Files: true, Env: true}); err != nil {
+		t.Fatal(err)
+	}
+	if read(t, target, "x.txt") != "x content" || read(t, target, ".env") != "K=v\n" {
+		t.Fatal("replica does not restore the original")
+	}
+	// A corrupted object in transit is refused.
+	var bad bytes.Buffer
+	a.ExportObjects(&bad, digests)
+	raw := bytes.Replace(bad.Bytes(), []byte("x content"), []byte("y content"), 1)
+	c := newStore(t)
+	if _, err := c.ImportObjects(bytes.NewReader(raw)); err == nil || !strings.Contains(err.Error(), "corrupt") {
+		t.Fatalf("corrupt object accepted: %v", err)
+	}
+}

@@ -1,0 +1,155 @@
+// Package checkpoint is the snapshot format and the operations on it:
+// capture a workspace into a content-addressed store, restore it (verifying
+// every object first), diff, copy between stores, and garbage collection.
+//
+// It works on local paths only. On a remote host it runs inside the
+// sandboxer agent (internal/agent), so file data never crosses the network
+// except when a snapshot is transferred between hosts.
+package checkpoint
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/safepath"
+)
+
+// FormatVersion is the manifest format this package writes.
+const FormatVersion = 1
+
+// Entry types.
+const (
+	TypeFile    = "file"
+	TypeDir     = "dir"
+	TypeSymlink = "symlink"
+)
+
+// Entry is one path of a snapshot.
+type Entry struct {
+	Path   string `json:"path"` // slash-separated, relative to the workspace
+	Type   string `json:"type"`
+	Mode   uint32 `json:"mode"` // permission bits
+	Size   int64  `json:"size,omitempty"`
+	Digest string `json:"digest,omitempty"` // sha256 hex of a file's content
+	Target string `json:"target,omitempty"` // symlink target, stored verbatim
+
+	// MtimeNs lets the next capture of the same workspace skip reading files
+	// whose size and mtime did not change. Not part of the digest.
+	MtimeNs int64 `json:"mtime_ns,omitempty"`
+}
+
+// Manifest describes one snapshot. Its presence in the store is what makes
+// the snapshot exist: it is written last, after every object.
+type Manifest struct {
+	Version     int               `json:"version"`
+	ID          string            `json:"id"`
+	Name        string            `json:"name"`
+	Description string            `json:"description,omitempty"`
+	SandboxID   string            `json:"sandbox_id,omitempty"`
+	Profile     string            `json:"profile,omitempty"`
+	Source      string            `json:"source_snapshot_id,omitempty"` // set on copies
+	CreatedAt   time.Time         `json:"created_at"`
+	Metadata    map[string]string `json:"metadata,omitempty"`
+	Include     []string          `json:"include_paths,omitempty"`
+	Exclude     []string          `json:"exclude_paths,omitempty"`
+	Entries     []Entry           `json:"entries"`
+	EnvNames    []string          `json:"env_names,omitempty"`  // values live in <id>.env
+	EnvDigest   string            `json:"env_digest,omitempty"` // sha256 of the env file
+	SizeBytes   int64             `json:"size_bytes"`
+	FileCount   int               `json:"file_count"`
+	StoredBytes int64             `json:"stored_bytes"` // new bytes this snapshot added
+	Digest      string            `json:"digest"`       // sha256 of the canonical content
+}
+
+// Filter returns the snapshot's scope.
+func (m *Manifest) Filter() Filter { return Filter{Include: m.Include, Exclude: m.Exclude} }
+
+// canonical is what the digest covers: the content, not bookkeeping.
+type canonical struct {
+	Version   int      `json:"v"`
+	Include   []string `json:"i"`
+	Exclude   []string `json:"x"`
+	Entries   []Entry  `json:"e"`
+	EnvDigest string   `json:"env"`
+}
+
+// ComputeDigest returns "sha256:<hex>" over the canonical manifest.
+func (m *Manifest) ComputeDigest() string {
+	entries := make([]Entry, len(m.Entries))
+	for i, e := range m.Entries {
+		e.MtimeNs = 0
+		entries[i] = e
+	}
+	data, _ := json.Marshal(canonical{m.Version, m.Include, m.Exclude, entries, m.EnvDigest})
+	sum := sha256.Sum256(data)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// Check verifies the manifest's own integrity and that no entry could
+// escape the directory it is restored into.
+func (m *Manifest) Check() error {
+	if m.Version != FormatVersion {
+		return fmt.Errorf("snapshot %s: unsupported format version %d", m.ID, m.Version)
+	}
+	if got := m.ComputeDigest(); got != m.Digest {
+		return fmt.Errorf("snapshot %s: manifest is corrupt (digest %s, recorded %s)", m.ID, got, m.Digest)
+	}
+	for _, e := range m.Entries {
+		if err := safepath.Relative(e.Path); err != nil {
+			return fmt.Errorf("snapshot %s: refusing entry: %w", m.ID, err)
+		}
+		switch e.Type {
+		case TypeFile:
+			if len(e.Digest) != 64 {
+				return fmt.Errorf("snapshot %s: entry %s has no valid digest", m.ID, e.Path)
+			}
+		case TypeDir, TypeSymlink:
+		default:
+			return fmt.Errorf("snapshot %s: entry %s has unknown type %q", m.ID, e.Path, e.Type)
+		}
+	}
+	return nil
+}
+
+// seal sorts entries, computes totals and the digest.
+func (m *Manifest) seal() {
+	sort.Slice(m.Entries, func(i, j int) bool { return m.Entries[i].Path < m.Entries[j].Path })
+	m.SizeBytes, m.FileCount = 0, 0
+	for _, e := range m.Entries {
+		if e.Type == TypeFile {
+			m.SizeBytes += e.Size
+			m.FileCount++
+		}
+	}
+	m.Version = FormatVersion
+	m.Digest = m.ComputeDigest()
+}
+
+// Summary is a manifest without its entries: what listings return.
+type Summary struct {
+	ID          string            `json:"id"`
+	Name        string            `json:"name"`
+	Description string            `json:"description,omitempty"`
+	SandboxID   string            `json:"sandbox_id,omitempty"`
+	Profile     string            `json:"profile,omitempty"`
+	Source      string            `json:"source_snapshot_id,omitempty"`
+	CreatedAt   time.Time         `json:"created_at"`
+	Metadata    map[string]string `json:"metadata,omitempty"`
+	Include     []string          `json:"include_paths,omitempty"`
+	Exclude     []string          `json:"exclude_paths,omitempty"`
+	EnvNames    []string          `json:"env_names,omitempty"`
+	SizeBytes   int64             `json:"size_bytes"`
+	FileCount   int               `json:"file_count"`
+	StoredBytes int64             `json:"stored_bytes"`
+	Digest      string            `json:"digest"`
+}
+
+// Summary returns m without entries.
+func (m *Manifest) Summary() Summary {
+	return Summary{m.ID, m.Name, m.Description, m.SandboxID, m.Profile, m.Source, m.CreatedAt, m.Metadata,
+		m.Include, m.Exclude, m.EnvNames, m.SizeBytes, m.FileCount, m.StoredBytes, m.Digest}
+}

@@ -1,0 +1,335 @@
+package checkpoint
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+)
+
+// stagingPrefix names the directory inside the target where restored files
+// are written and verified before any of them is moved into place.
+const stagingPrefix = ".sandboxer-restore-"
+
+// RestoreOptions say what a restore writes into its target.
+type RestoreOptions struct {
+	Files     bool // restore files
+	Env       bool // restore the captured env as the target's .env
+	Overwrite bool // files present in both take the snapshot's content
+	Prune     bool // remove in-scope files the snapshot does not have
+	Workers   int  // parallel object readers; 0 means 4
+}
+
+// RestoreResult reports what a restore did.
+type RestoreResult struct {
+	FilesRestored int `json:"files_restored"`
+	Pruned        int `json:"pruned"`
+}
+
+// Restore writes snapshot id into target. Every object is read, verified
+// against its digest and staged inside target first; only when all of them
+// verify is anything in target changed. Symlinks are created as links and
+// never followed while writing; no entry can land outside target.
+func (s *Store) Restore(id, target string, opts RestoreOptions) (RestoreResult, error) {
+	var res RestoreResult
+	m, err := s.Load(id) // Load checks the manifest digest and entry paths
+	if err != nil {
+		return res, err
+	}
+	var env map[string]string
+	if opts.Env {
+		if env, err = s.LoadEnv(m); err != nil {
+			return res, err
+		}
+	}
+	if st, err := os.Lstat(target); err != nil || !st.IsDir() {
+		return res, fmt.Errorf("restore target %s is not a directory: %v", target, err)
+	}
+
+	var todo []Entry
+	if opts.Files {
+		for _, e := range m.Entries {
+			if !opts.Overwrite && e.Type != TypeDir {
+				if _, err := os.Lstat(filepath.Join(target, filepath.FromSlash(e.Path))); err == nil {
+					continue // keep what the target has
+				}
+			}
+			todo = append(todo, e)
+		}
+	}
+
+	staging, err := os.MkdirTemp(target, stagingPrefix)
+	if err != nil {
+		return res, fmt.Errorf("unable to stage the restore in %s: %w", target, err)
+	}
+	defer os.RemoveAll(staging)
+	staged, err := s.stage(todo, staging, opts.Workers)
+	if err != nil {
+		return res, err // target untouched but for the staging directory, now removed
+	}
+
+	// Everything verified: apply. Sorted order puts a parent directory
+	// before its children; directory modes are set last, so a read-only
+	// directory still receives its files.
+	var dirs []Entry
+	for _, e := range todo {
+		dst := filepath.Join(target, filepath.FromSlash(e.Path))
+		if err := safeParents(target, e.Path); err != nil {
+			return res, err
+		}
+		switch e.Type {
+		case TypeDir:
+			if st, err := os.Lstat(dst); err == nil && !st.IsDir() {
+				if err := os.Remove(dst); err != nil {
+					return res, err
+				}
+			}
+			if err := os.Mkdir(dst, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+				return res, err
+			}
+			dirs = append(dirs, e)
+		case TypeFile:
+			if err := clearPath(dst); err != nil {
+				return res, err
+			}
+			if err := os.Rename(staged[e.Path], dst); err != nil {
+				return res, err
+			}
+			res.FilesRestored++
+		case TypeSymlink:
+			if err := clearPath(dst); err != nil {
+				return res, err
+			}
+			if err := os.Symlink(e.Target, dst); err != nil {
+				return res, err
+			}
+			res.FilesRestored++
+		}
+	}
+	for i := len(dirs) - 1; i >= 0; i-- {
+		if err := os.Chmod(filepath.Join(target, filepath.FromSlash(dirs[i].Path)), fs.FileMode(dirs[i].Mode)); err != nil {
+			return res, err
+		}
+	}
+	if opts.Files && opts.Prune {
+		n, err := prune(target, m, filepath.Base(staging))
+		res.Pruned = n
+		if err != nil {
+			return res, err
+		}
+	}
+	if opts.Env && m.EnvDigest != "" {
+		if err := writeDotEnv(filepath.Join(target, ".env"), env); err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+// stage copies every file entry's object into staging, verifying digests.
+// The first mismatch or missing object fails the whole restore, naming the file.
+func (s *Store) stage(todo []Entry, staging string, workers int) (map[string]string, error) {
+	if workers <= 0 {
+		workers = 4
+	}
+	staged := map[string]string{}
+	var mu sync.Mutex
+	work := make(chan Entry)
+	errs := make(chan error, 1)
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for e := range work {
+				p, err := s.stageOne(e, staging)
+				if err != nil {
+					select {
+					case errs <- err:
+					default:
+					}
+					continue
+				}
+				mu.Lock()
+				staged[e.Path] = p
+				mu.Unlock()
+			}
+		}()
+	}
+	for _, e := range todo {
+		if e.Type == TypeFile {
+			work <- e
+		}
+	}
+	close(work)
+	wg.Wait()
+	select {
+	case err := <-errs:
+		return nil, err
+	default:
+		return staged, nil
+	}
+}
+
+func (s *Store) stageOne(e Entry, staging string) (string, error) {
+	in, err := os.Open(s.objectPath(e.Digest))
+	if err != nil {
+		return "", fmt.Errorf("file %s: object %s is missing from the store: %w", e.Path, e.Digest, err)
+	}
+	defer in.Close()
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	p := filepath.Join(staging, hex.EncodeToString(b))
+	out, err := os.OpenFile(p, os.O_CREATE|os.O_EXCL|os.O_WRONLY, fs.FileMode(e.Mode)&0o777|0o600)
+	if err != nil {
+		return "", err
+	}
+	h := sha256.New()
+	_, err = io.Copy(io.MultiWriter(out, h), in)
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return "", fmt.Errorf("file %s: %w", e.Path, err)
+	}
+	if got := hex.EncodeToString(h.Sum(nil)); got != e.Digest {
+		return "", fmt.Errorf("file %s: stored object is corrupt (sha256 %s, expected %s); nothing was restored", e.Path, got, e.Digest)
+	}
+	if err := os.Chmod(p, fs.FileMode(e.Mode)); err != nil {
+		return "", err
+	}
+	return p, nil
+}
+
+// safeParents makes every parent of rel inside target a real directory:
+// a symlink (or file) in the way is removed, so a write can never follow a
+// link out of the workspace.
+func safeParents(target, rel string) error {
+	elems := strings.Split(rel, "/")
+	dir := target
+	for _, el := range elems[:len(elems)-1] {
+		dir = filepath.Join(dir, el)
+		st, err := os.Lstat(dir)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			if err := os.Mkdir(dir, 0o755); err != nil {
+				return err
+			}
+		case err != nil:
+			return err
+		case !st.IsDir(): // a symlink or a file where a directory belongs
+			if err := os.Remove(dir); err != nil {
+				return err
+			}
+			if err := os.Mkdir(dir, 0o755); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// clearPath removes whatever is at p (a file, a link — not what it points
+// to — or a directory tree) so p can be created afresh.
+func clearPath(p string) error {
+	st, err := os.Lstat(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if st.IsDir() {
+		return os.RemoveAll(p)
+	}
+	return os.Remove(p)
+}
+
+// prune removes in-scope paths of target the snapshot does not have:
+// files and links first, then directories that are left empty (one holding
+// out-of-scope files stays).
+func prune(target string, m *Manifest, staging string) (int, error) {
+	keep := map[string]bool{}
+	for _, e := range m.Entries {
+		keep[e.Path] = true
+	}
+	f := m.Filter()
+	var files, dirs []string
+	err := filepath.WalkDir(target, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if p == target {
+			return nil
+		}
+		rel, _ := filepath.Rel(target, p)
+		rel = filepath.ToSlash(rel)
+		if rel == staging || f.Excluded(rel) {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if d.IsDir() && !f.MayContain(rel) {
+			return filepath.SkipDir
+		}
+		if keep[rel] || !f.Included(rel) {
+			return nil
+		}
+		if d.IsDir() {
+			dirs = append(dirs, p)
+		} else {
+			files = append(files, p)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, p := range files {
+		if err := os.Remove(p); err != nil {
+			return n, err
+		}
+		n++
+	}
+	sort.Sort(sort.Reverse(sort.StringSlice(dirs))) // children before parents
+	for _, p := range dirs {
+		if os.Remove(p) == nil {
+			n++
+		}
+	}
+	return n, nil
+}
+
+func writeDotEnv(path string, env map[string]string) error {
+	var b strings.Builder
+	for _, k := range sortedKeys(env) {
+		fmt.Fprintf(&b, "%s=%s\n", k, env[k])
+	}
+	// O_EXCL after clearing: never write through a link planted at the temp name.
+	tmp := path + ".sandboxer-tmp"
+	if err := clearPath(tmp); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteString(b.String()); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path) // rename replaces a link at path, never follows it
+}

@@ -1,0 +1,279 @@
+package checkpoint
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+)
+
+// ErrNotFound means the store has no snapshot of that id.
+var ErrNotFound = errors.New("snapshot not found")
+
+// Store is a checkpoint store on the local filesystem:
+//
+//	objects/ab/cdef…   file contents, named by their sha256
+//	snapshots/<id>.json manifests (written last: presence means complete)
+//	snapshots/<id>.env  captured env values (0600)
+//	tmp/                objects and manifests being written
+//	lock                flock: shared while writing, exclusive for GC
+type Store struct {
+	Dir string
+}
+
+// Open creates the store's layout under dir if needed.
+func Open(dir string) (*Store, error) {
+	for _, sub := range []string{"objects", "snapshots", "tmp"} {
+		if err := os.MkdirAll(filepath.Join(dir, sub), 0o700); err != nil {
+			return nil, fmt.Errorf("unable to create checkpoint store %s: %w", dir, err)
+		}
+	}
+	return &Store{Dir: dir}, nil
+}
+
+var idPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
+
+// CheckID rejects ids that could not be file names in the store.
+func CheckID(id string) error {
+	if !idPattern.MatchString(id) {
+		return fmt.Errorf("invalid snapshot id %q: expected lowercase letters, digits and dashes", id)
+	}
+	return nil
+}
+
+func (s *Store) objectPath(digest string) string {
+	return filepath.Join(s.Dir, "objects", digest[:2], digest[2:])
+}
+
+func (s *Store) manifestPath(id string) string { return filepath.Join(s.Dir, "snapshots", id+".json") }
+func (s *Store) envPath(id string) string      { return filepath.Join(s.Dir, "snapshots", id+".env") }
+
+func (s *Store) hasObject(digest string) bool {
+	_, err := os.Stat(s.objectPath(digest))
+	return err == nil
+}
+
+// tempFile creates a file in tmp/ that a crash leaves as garbage, never as
+// something a later snapshot trusts: only a rename gives it a real name.
+func (s *Store) tempFile() (*os.File, error) {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	return os.OpenFile(filepath.Join(s.Dir, "tmp", hex.EncodeToString(b)), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+}
+
+// commit renames a finished temp file to its final name.
+func commit(tmp, final string) error {
+	if err := os.MkdirAll(filepath.Dir(final), 0o700); err != nil {
+		return err
+	}
+	return os.Rename(tmp, final)
+}
+
+// Load reads and checks a manifest.
+func (s *Store) Load(id string) (*Manifest, error) {
+	if err := CheckID(id); err != nil {
+		return nil, err
+	}
+	data, err := os.ReadFile(s.manifestPath(id))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	var m Manifest
+	if err := json.Unmarshal(data, &m); err != nil {
+		return nil, fmt.Errorf("snapshot %s: manifest is corrupt: %w", id, err)
+	}
+	if err := m.Check(); err != nil {
+		return nil, err
+	}
+	return &m, nil
+}
+
+// LoadEnv reads a snapshot's captured env, verified against the manifest.
+func (s *Store) LoadEnv(m *Manifest) (map[string]string, error) {
+	if m.EnvDigest == "" {
+		return map[string]string{}, nil
+	}
+	data, err := os.ReadFile(s.envPath(m.ID))
+	if err != nil {
+		return nil, fmt.Errorf("snapshot %s: captured env is missing: %w", m.ID, err)
+	}
+	if digestOf(data) != m.EnvDigest {
+		return nil, fmt.Errorf("snapshot %s: captured env is corrupt (digest mismatch)", m.ID)
+	}
+	env := map[string]string{}
+	if err := json.Unmarshal(data, &env); err != nil {
+		return nil, fmt.Errorf("snapshot %s: captured env is corrupt: %w", m.ID, err)
+	}
+	return env, nil
+}
+
+func digestOf(data []byte) string {
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])
+}
+
+// save writes env (if any) then the manifest, each atomically; the manifest
+// last, so the snapshot exists only once everything it needs is in place.
+func (s *Store) save(m *Manifest, env map[string]string) error {
+	if len(env) > 0 {
+		data, _ := json.Marshal(env)
+		m.EnvDigest = digestOf(data)
+		m.EnvNames = sortedKeys(env)
+		if err := s.writeAtomic(s.envPath(m.ID), data); err != nil {
+			return err
+		}
+	}
+	m.seal()
+	data, err := json.MarshalIndent(m, "", " ")
+	if err != nil {
+		return err
+	}
+	return s.writeAtomic(s.manifestPath(m.ID), data)
+}
+
+func (s *Store) writeAtomic(final string, data []byte) error {
+	f, err := s.tempFile()
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		os.Remove(f.Name())
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		os.Remove(f.Name())
+		return err
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(f.Name())
+		return err
+	}
+	return commit(f.Name(), final)
+}
+
+// List returns every snapshot's summary, oldest first.
+func (s *Store) List() ([]Summary, error) {
+	names, err := filepath.Glob(filepath.Join(s.Dir, "snapshots", "*.json"))
+	if err != nil {
+		return nil, err
+	}
+	var out []Summary
+	for _, n := range names {
+		m, err := s.Load(strings.TrimSuffix(filepath.Base(n), ".json"))
+		if errors.Is(err, ErrNotFound) {
+			continue // deleted meanwhile
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, m.Summary())
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].CreatedAt.Before(out[j].CreatedAt) })
+	return out, nil
+}
+
+// Delete removes a snapshot and frees the objects no other snapshot uses.
+// Deleting a snapshot that is not there is success.
+func (s *Store) Delete(id string) (freed int64, err error) {
+	if err := CheckID(id); err != nil {
+		return 0, err
+	}
+	unlock, err := s.lock(true)
+	if err != nil {
+		return 0, err
+	}
+	defer unlock()
+	if err := os.Remove(s.manifestPath(id)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return 0, err
+	}
+	if err := os.Remove(s.envPath(id)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return 0, err
+	}
+	return s.gcLocked()
+}
+
+// gcLocked removes unreferenced objects and stale temp files. The caller
+// holds the exclusive lock, so no capture is between writing an object and
+// writing the manifest that references it.
+func (s *Store) gcLocked() (int64, error) {
+	live := map[string]bool{}
+	names, err := filepath.Glob(filepath.Join(s.Dir, "snapshots", "*.json"))
+	if err != nil {
+		return 0, err
+	}
+	for _, n := range names {
+		data, err := os.ReadFile(n)
+		if err != nil {
+			return 0, err
+		}
+		var m Manifest
+		if err := json.Unmarshal(data, &m); err != nil {
+			// A manifest we cannot read may still reference objects: keep all.
+			return 0, fmt.Errorf("garbage collection stopped: %s is unreadable: %w", n, err)
+		}
+		for _, e := range m.Entries {
+			if e.Type == TypeFile {
+				live[e.Digest] = true
+			}
+		}
+	}
+	var freed int64
+	err = filepath.WalkDir(filepath.Join(s.Dir, "objects"), func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		digest := filepath.Base(filepath.Dir(p)) + d.Name()
+		if live[digest] {
+			return nil
+		}
+		if info, err := d.Info(); err == nil {
+			freed += info.Size()
+		}
+		return os.Remove(p)
+	})
+	if err != nil {
+		return freed, err
+	}
+	tmps, _ := filepath.Glob(filepath.Join(s.Dir, "tmp", "*"))
+	for _, t := range tmps {
+		os.Remove(t)
+	}
+	return freed, nil
+}
+
+// Usage reports the store's size on disk and its snapshot count.
+func (s *Store) Usage() (bytes int64, snapshots int, err error) {
+	names, _ := filepath.Glob(filepath.Join(s.Dir, "snapshots", "*.json"))
+	err = filepath.WalkDir(s.Dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		if info, err := d.Info(); err == nil {
+			bytes += info.Size()
+		}
+		return nil
+	})
+	return bytes, len(names), err
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

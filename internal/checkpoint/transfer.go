@@ -1,0 +1,138 @@
+package checkpoint
+
+import (
+	"archive/tar"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+)
+
+// Copy makes snapshot newID (named name) with the same content as id, in
+// this store: objects are shared, so it costs one manifest.
+func (s *Store) Copy(id, newID, name string, now time.Time) (*Manifest, error) {
+	m, err := s.Load(id)
+	if err != nil {
+		return nil, err
+	}
+	env, err := s.LoadEnv(m)
+	if err != nil {
+		return nil, err
+	}
+	return s.Import(m, env, newID, name, now)
+}
+
+// Import writes manifest m (from this or another store) as snapshot newID.
+// Every object it references must already be here (see ImportObjects).
+func (s *Store) Import(m *Manifest, env map[string]string, newID, name string, now time.Time) (*Manifest, error) {
+	if err := CheckID(newID); err != nil {
+		return nil, err
+	}
+	if err := m.Check(); err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(s.manifestPath(newID)); err == nil {
+		return nil, fmt.Errorf("snapshot %s already exists", newID)
+	}
+	unlock, err := s.lock(false)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	for _, e := range m.Entries {
+		if e.Type == TypeFile && !s.hasObject(e.Digest) {
+			return nil, fmt.Errorf("file %s: object %s is not in the store", e.Path, e.Digest)
+		}
+	}
+	cp := *m
+	cp.Source, cp.ID, cp.Name, cp.CreatedAt, cp.StoredBytes = m.ID, newID, name, now.UTC(), 0
+	cp.EnvDigest, cp.EnvNames = "", nil
+	if err := s.save(&cp, env); err != nil {
+		return nil, err
+	}
+	return &cp, nil
+}
+
+// Missing returns the digests of m's objects this store does not have.
+func (s *Store) Missing(digests []string) []string {
+	var out []string
+	for _, d := range digests {
+		if !s.hasObject(d) {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// ExportObjects writes the named objects as a tar stream (entry name = digest).
+func (s *Store) ExportObjects(w io.Writer, digests []string) error {
+	tw := tar.NewWriter(w)
+	for _, d := range digests {
+		if len(d) != 64 {
+			return fmt.Errorf("invalid object digest %q", d)
+		}
+		f, err := os.Open(s.objectPath(d))
+		if err != nil {
+			return fmt.Errorf("object %s: %w", d, err)
+		}
+		st, err := f.Stat()
+		if err == nil {
+			err = tw.WriteHeader(&tar.Header{Name: d, Mode: 0o600, Size: st.Size(), Typeflag: tar.TypeReg})
+		}
+		if err == nil {
+			_, err = io.Copy(tw, f)
+		}
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("object %s: %w", d, err)
+		}
+	}
+	return tw.Close()
+}
+
+// ImportObjects reads a tar stream of objects, verifying each against the
+// digest it is named by before it enters the store. It returns the bytes added.
+func (s *Store) ImportObjects(r io.Reader) (int64, error) {
+	unlock, err := s.lock(false)
+	if err != nil {
+		return 0, err
+	}
+	defer unlock()
+	tr := tar.NewReader(r)
+	var added int64
+	for {
+		hdr, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return added, nil
+		}
+		if err != nil {
+			return added, err
+		}
+		if len(hdr.Name) != 64 || hdr.Typeflag != tar.TypeReg {
+			return added, fmt.Errorf("unexpected entry %q in an object stream", hdr.Name)
+		}
+		tmp, err := s.tempFile()
+		if err != nil {
+			return added, err
+		}
+		h := sha256.New()
+		n, err := io.Copy(io.MultiWriter(tmp, h), tr)
+		if cerr := tmp.Close(); err == nil {
+			err = cerr
+		}
+		if err == nil && hex.EncodeToString(h.Sum(nil)) != hdr.Name {
+			err = fmt.Errorf("object %s arrived corrupt", hdr.Name)
+		}
+		if err == nil && !s.hasObject(hdr.Name) {
+			err = commit(tmp.Name(), s.objectPath(hdr.Name))
+			added += n
+		}
+		os.Remove(tmp.Name())
+		if err != nil {
+			return added, err
+		}
+	}
+}
