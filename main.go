@@ -9,6 +9,7 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-framework/providerserver"
 
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/agent"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/provider"
 )
 
@@ -16,6 +17,9 @@ import (
 var version = "dev"
 
 func main() {
+	// The same binary is the checkpoint agent on hosts (see internal/agent).
+	agent.RunIfRequested()
+
 	var debug bool
 	flag.BoolVar(&debug, "debug", false, "run with support for debuggers like delve")
 	flag.Parse()

@@ -64,6 +64,9 @@ type Request struct {
 	Env        map[string]string // secret: written to the workspace, never to the record
 	Labels     map[string]string
 	SourceHash string
+	// Fill, when set, populates the new workspace before the sandbox starts
+	// (a restore from a snapshot).
+	Fill func(ctx context.Context, workspace string) error
 }
 
 // Extension is a backend that establishes sandboxes. Optional capabilities
@@ -84,4 +87,17 @@ type Extension interface {
 	// a sandbox already (partly) gone is success. sb may hold only ID and
 	// WorkspaceDir when the record itself is lost.
 	Teardown(ctx context.Context, h *hosts.Host, sb *Sandbox) error
+}
+
+// Snapshotter is an Extension whose sandboxes can be checkpointed. It says
+// how to hold a sandbox still while its files are read or written.
+type Snapshotter interface {
+	// Pause freezes the sandbox's processes (quiesce = "pause"); Unpause
+	// undoes it and is always called after a Pause, also on failure.
+	Pause(ctx context.Context, h *hosts.Host, sb *Sandbox) error
+	Unpause(ctx context.Context, h *hosts.Host, sb *Sandbox) error
+	// Stop and Start bracket an in-place restore; after Start the registry
+	// waits for readiness again.
+	Stop(ctx context.Context, h *hosts.Host, sb *Sandbox) error
+	Start(ctx context.Context, h *hosts.Host, sb *Sandbox) error
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/agent"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/hosts"
 )
 
@@ -15,11 +16,13 @@ import (
 type Registry struct {
 	exts map[string]Extension
 	now  func() time.Time
+	// Agent runs checkpoint operations on hosts.
+	Agent *agent.Client
 }
 
 // NewRegistry returns a registry of the given extensions.
 func NewRegistry(exts ...Extension) *Registry {
-	r := &Registry{exts: map[string]Extension{}, now: time.Now}
+	r := &Registry{exts: map[string]Extension{}, now: time.Now, Agent: agent.NewClient()}
 	for _, e := range exts {
 		r.exts[e.Name()] = e
 	}

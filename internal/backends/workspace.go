@@ -25,18 +25,22 @@ func MakeWorkspace(ctx context.Context, h *hosts.Host, base, name string) (strin
 	return strings.TrimSpace(string(out)), nil
 }
 
-// PopulateWorkspace copies the local repo directory (if any) into ws and
-// writes env (if any) as ws/.env, readable by the owner only.
-func PopulateWorkspace(ctx context.Context, h *hosts.Host, ws, repo string, env map[string]string) error {
-	if repo != "" {
-		if err := hosts.CopyDir(ctx, h, repo, ws); err != nil {
+// PopulateWorkspace fills a new workspace before anything starts in it:
+// the local repo directory (if any) is copied in, env (if any) is written as
+// ws/.env readable by the owner only, then req.Fill (a restore) runs.
+func PopulateWorkspace(ctx context.Context, req Request, ws string) error {
+	if repo := req.Inputs["repo"]; repo != "" {
+		if err := hosts.CopyDir(ctx, req.Host, repo, ws); err != nil {
 			return fmt.Errorf("unable to copy %s into the workspace: %w", repo, err)
 		}
 	}
-	if len(env) > 0 {
-		if err := hosts.WriteFile(ctx, h, ws+"/.env", []byte(DotEnv(env)), 0o600); err != nil {
+	if len(req.Env) > 0 {
+		if err := hosts.WriteFile(ctx, req.Host, ws+"/.env", []byte(DotEnv(req.Env)), 0o600); err != nil {
 			return fmt.Errorf("unable to write the workspace .env: %w", err)
 		}
+	}
+	if req.Fill != nil {
+		return req.Fill(ctx, ws)
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package checkpoint
 
 import (
 	"crypto/rand"
+	"encoding/json"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -39,15 +40,28 @@ type RestoreResult struct {
 // verify is anything in target changed. Symlinks are created as links and
 // never followed while writing; no entry can land outside target.
 func (s *Store) Restore(id, target string, opts RestoreOptions) (RestoreResult, error) {
-	var res RestoreResult
 	m, err := s.Load(id) // Load checks the manifest digest and entry paths
 	if err != nil {
+		return RestoreResult{}, err
+	}
+	env, err := s.LoadEnv(m)
+	if err != nil {
+		return RestoreResult{}, err
+	}
+	return s.RestoreManifest(m, env, target, opts)
+}
+
+// RestoreManifest restores a manifest held by the caller (one from another
+// host, whose objects were transferred here), with the same checks.
+func (s *Store) RestoreManifest(m *Manifest, env map[string]string, target string, opts RestoreOptions) (RestoreResult, error) {
+	var res RestoreResult
+	if err := m.Check(); err != nil {
 		return res, err
 	}
-	var env map[string]string
-	if opts.Env {
-		if env, err = s.LoadEnv(m); err != nil {
-			return res, err
+	if m.EnvDigest != "" {
+		data, _ := json.Marshal(env)
+		if digestOf(data) != m.EnvDigest {
+			return res, fmt.Errorf("snapshot %s: captured env does not match the manifest", m.ID)
 		}
 	}
 	if st, err := os.Lstat(target); err != nil || !st.IsDir() {

@@ -1,6 +1,7 @@
 package hosts
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -44,10 +45,15 @@ func (h *Host) Path(elem ...string) string {
 // WriteFile atomically replaces path on the host with data: written beside
 // it under a temporary name, then renamed, so a reader never sees half a file.
 func WriteFile(ctx context.Context, t Transport, path string, data []byte, mode os.FileMode) error {
+	return Upload(ctx, t, path, bytes.NewReader(data), mode)
+}
+
+// Upload is WriteFile for a stream.
+func Upload(ctx context.Context, t Transport, path string, r io.Reader, mode os.FileMode) error {
 	tmp := path + ".tmp"
-	script := fmt.Sprintf(`set -e; umask 077; mkdir -p -- "$(dirname -- %[1]s)"; t=%[2]s.$$; cat > "$t"; chmod %[3]o "$t"; mv -f -- "$t" %[1]s`,
+	script := fmt.Sprintf(`set -e; umask 077; mkdir -p -- "$(dirname -- %[1]s)"; t=%[2]s.$$; trap 'rm -f -- "$t"' EXIT; cat > "$t"; chmod %[3]o "$t"; mv -f -- "$t" %[1]s; trap - EXIT`,
 		Quote(path), Quote(tmp), mode.Perm())
-	return t.Run(ctx, script, strings.NewReader(string(data)), nil)
+	return t.Run(ctx, script, r, nil)
 }
 
 // CopyDir copies the local directory src into dir on the host (created if

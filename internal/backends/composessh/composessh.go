@@ -149,7 +149,7 @@ func (e *Extension) Provision(ctx context.Context, req backends.Request) (*backe
 			return e.Teardown(ctx, req.Host, sb)
 		})
 	}
-	if err := backends.PopulateWorkspace(ctx, req.Host, ws, req.Inputs["repo"], req.Env); err != nil {
+	if err := backends.PopulateWorkspace(ctx, req, ws); err != nil {
 		return fail(err)
 	}
 	out, err := hosts.Output(ctx, req.Host, inWorkspace(sb, compose, "config", "--services"))
@@ -234,23 +234,27 @@ func parseStatus(out string, declared []string) backends.Status {
 		seen[parts[0]] = backends.ServiceState{Name: parts[0], State: state}
 	}
 	st := backends.Status{}
-	running := 0
+	ready, up := 0, 0
 	for _, name := range declared {
 		s, ok := seen[name]
 		if !ok {
 			s = backends.ServiceState{Name: name, State: "missing"}
 		}
-		if s.State == "running" {
-			running++
+		switch s.State {
+		case "running":
+			ready++
+			up++
+		case "starting", "unhealthy":
+			up++
 		}
 		st.Services = append(st.Services, s)
 	}
 	switch {
 	case !workspace:
 		st.State = backends.StatusMissing
-	case running == len(declared):
+	case ready == len(declared):
 		st.State = backends.StatusReady
-	case running == 0:
+	case up == 0:
 		st.State = backends.StatusStopped
 	default:
 		st.State = backends.StatusDegraded
@@ -304,4 +308,37 @@ func tail(s string, n int) string {
 		return "…" + s[len(s)-n:]
 	}
 	return s
+}
+
+var _ backends.Snapshotter = (*Extension)(nil)
+
+// Pause freezes the stack's containers (compose pause) for a consistent capture.
+func (e *Extension) Pause(ctx context.Context, h *hosts.Host, sb *backends.Sandbox) error {
+	return e.composeRun(ctx, h, sb, "unable to pause", "pause")
+}
+
+func (e *Extension) Unpause(ctx context.Context, h *hosts.Host, sb *backends.Sandbox) error {
+	return e.composeRun(ctx, h, sb, "unable to unpause", "unpause")
+}
+
+// Stop stops the stack's containers around an in-place restore.
+func (e *Extension) Stop(ctx context.Context, h *hosts.Host, sb *backends.Sandbox) error {
+	return e.composeRun(ctx, h, sb, "unable to stop", "stop", "--timeout", "10")
+}
+
+// Start brings the stack up from the (restored) workspace: `up`, not
+// `start`, so a restored compose file or .env takes effect.
+func (e *Extension) Start(ctx context.Context, h *hosts.Host, sb *backends.Sandbox) error {
+	return e.composeRun(ctx, h, sb, "unable to start", "up", "-d", "--remove-orphans")
+}
+
+func (e *Extension) composeRun(ctx context.Context, h *hosts.Host, sb *backends.Sandbox, what string, args ...string) error {
+	compose, err := e.compose(ctx, h)
+	if err != nil {
+		return err
+	}
+	if err := h.Run(ctx, inWorkspace(sb, compose, args...), nil, nil); err != nil {
+		return fmt.Errorf("%s sandbox %s: %w", what, sb.ID, err)
+	}
+	return nil
 }

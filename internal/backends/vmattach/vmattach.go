@@ -68,7 +68,7 @@ func (e *Extension) Provision(ctx context.Context, req backends.Request) (*backe
 		Inputs: req.Inputs, Labels: req.Labels, WorkspaceDir: ws, SourceHash: req.SourceHash,
 		CreatedAt: e.Now().UTC(),
 	}
-	if err := backends.PopulateWorkspace(ctx, req.Host, ws, req.Inputs["repo"], req.Env); err != nil {
+	if err := backends.PopulateWorkspace(ctx, req, ws); err != nil {
 		return nil, backends.CleanUpAfter(ctx, err, req.Host, sb.ID, func(ctx context.Context) error {
 			return e.Teardown(ctx, req.Host, sb)
 		})
@@ -98,3 +98,12 @@ func (e *Extension) Inspect(ctx context.Context, h *hosts.Host, sb *backends.San
 func (e *Extension) Teardown(ctx context.Context, h *hosts.Host, sb *backends.Sandbox) error {
 	return backends.RemoveWorkspace(ctx, h, sb.WorkspaceDir, workspaceName(sb.ID))
 }
+
+// A workspace has no processes of its own to hold still: snapshots and
+// restores read and write it directly.
+var _ backends.Snapshotter = (*Extension)(nil)
+
+func (e *Extension) Pause(context.Context, *hosts.Host, *backends.Sandbox) error   { return nil }
+func (e *Extension) Unpause(context.Context, *hosts.Host, *backends.Sandbox) error { return nil }
+func (e *Extension) Stop(context.Context, *hosts.Host, *backends.Sandbox) error    { return nil }
+func (e *Extension) Start(context.Context, *hosts.Host, *backends.Sandbox) error   { return nil }

@@ -1,0 +1,155 @@
+// Package agent runs checkpoint operations on a host. The provider binary is
+// its own agent: on an SSH host it copies itself under root_dir once (named
+// by its digest) and runs there as `<binary> __sandboxer_agent <op>`, so file
+// data is read and written on the host, never streamed through Terraform.
+// Requests are JSON on stdin; responses JSON on stdout.
+package agent
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/checkpoint"
+)
+
+// Command is the argument that turns the provider binary into the agent.
+const Command = "__sandboxer_agent"
+
+// exitNotFound tells the client the snapshot does not exist.
+const exitNotFound = 44
+
+// Request is every operation's input; each uses the fields it needs.
+type Request struct {
+	Store     string                    `json:"store"`
+	ID        string                    `json:"id,omitempty"`
+	NewID     string                    `json:"new_id,omitempty"`
+	Name      string                    `json:"name,omitempty"`
+	From      string                    `json:"from,omitempty"`
+	To        string                    `json:"to,omitempty"`
+	Workspace string                    `json:"workspace,omitempty"`
+	Capture   checkpoint.CaptureOptions `json:"capture,omitempty"`
+	Restore   checkpoint.RestoreOptions `json:"restore,omitempty"`
+	Manifest  *checkpoint.Manifest      `json:"manifest,omitempty"` // inline (cross-host)
+	Env       map[string]string         `json:"env,omitempty"`
+	Digests   []string                  `json:"digests,omitempty"`
+	Now       time.Time                 `json:"now,omitempty"`
+}
+
+// Full is a manifest with its env, for a transfer to another host.
+type Full struct {
+	Manifest *checkpoint.Manifest `json:"manifest"`
+	Env      map[string]string    `json:"env,omitempty"`
+}
+
+// Main runs one agent operation and returns the process exit code.
+// import-objects takes its request as args[1] because stdin carries the data.
+func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) < 1 {
+		fmt.Fprintln(stderr, "usage: __sandboxer_agent OP")
+		return 2
+	}
+	var req Request
+	var err error
+	if args[0] == "import-objects" {
+		if len(args) < 2 {
+			fmt.Fprintln(stderr, "import-objects: missing request")
+			return 2
+		}
+		err = json.Unmarshal([]byte(args[1]), &req)
+	} else {
+		err = json.NewDecoder(stdin).Decode(&req)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: bad request: %v\n", args[0], err)
+		return 2
+	}
+	out, err := run(args[0], req, stdin, stdout)
+	if err == nil && out != nil {
+		err = json.NewEncoder(stdout).Encode(out)
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		if errors.Is(err, checkpoint.ErrNotFound) {
+			return exitNotFound
+		}
+		return 1
+	}
+	return 0
+}
+
+func run(op string, req Request, stdin io.Reader, stdout io.Writer) (any, error) {
+	s, err := checkpoint.Open(req.Store)
+	if err != nil {
+		return nil, err
+	}
+	switch op {
+	case "snapshot":
+		m, err := s.Capture(req.Workspace, req.Capture)
+		if err != nil {
+			return nil, err
+		}
+		return m.Summary(), nil
+	case "get":
+		m, err := s.Load(req.ID)
+		if err != nil {
+			return nil, err
+		}
+		return m.Summary(), nil
+	case "full":
+		m, err := s.Load(req.ID)
+		if err != nil {
+			return nil, err
+		}
+		env, err := s.LoadEnv(m)
+		if err != nil {
+			return nil, err
+		}
+		return Full{Manifest: m, Env: env}, nil
+	case "list":
+		list, err := s.List()
+		if list == nil {
+			list = []checkpoint.Summary{}
+		}
+		return list, err
+	case "delete":
+		freed, err := s.Delete(req.ID)
+		return map[string]int64{"freed_bytes": freed}, err
+	case "diff":
+		return s.Diff(req.From, req.To)
+	case "copy":
+		m, err := s.Copy(req.ID, req.NewID, req.Name, req.Now)
+		if err != nil {
+			return nil, err
+		}
+		return m.Summary(), nil
+	case "restore":
+		if req.Manifest != nil {
+			return s.RestoreManifest(req.Manifest, req.Env, req.Workspace, req.Restore)
+		}
+		return s.Restore(req.ID, req.Workspace, req.Restore)
+	case "missing":
+		missing := s.Missing(req.Digests)
+		if missing == nil {
+			missing = []string{}
+		}
+		return missing, nil
+	case "export-objects":
+		return nil, s.ExportObjects(stdout, req.Digests)
+	case "import-objects":
+		added, err := s.ImportObjects(stdin)
+		return map[string]int64{"added_bytes": added}, err
+	case "import-manifest":
+		m, err := s.Import(req.Manifest, req.Env, req.NewID, req.Name, req.Now)
+		if err != nil {
+			return nil, err
+		}
+		return m.Summary(), nil
+	case "usage":
+		bytes, count, err := s.Usage()
+		return map[string]int64{"bytes": bytes, "snapshots": int64(count)}, err
+	}
+	return nil, fmt.Errorf("unknown agent operation %q", op)
+}

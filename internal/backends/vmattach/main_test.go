@@ -1,0 +1,15 @@
+package vmattach_test
+
+import (
+	"os"
+	"testing"
+
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/agent"
+)
+
+// TestMain lets this test binary serve as the checkpoint agent on hosts,
+// as the provider binary does in production.
+func TestMain(m *testing.M) {
+	agent.RunIfRequested()
+	os.Exit(m.Run())
+}
