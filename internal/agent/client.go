@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/checkpoint"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/hosts"
@@ -201,17 +202,17 @@ func (c *Client) RestoreFrom(ctx context.Context, src *hosts.Host, id string, ds
 
 // Copy makes newID (named name) with the content of snapshot id of src, on
 // dst (the same host or another).
-func (c *Client) Copy(ctx context.Context, src *hosts.Host, id string, dst *hosts.Host, newID, name string, req Request) (checkpoint.Summary, error) {
+func (c *Client) Copy(ctx context.Context, src *hosts.Host, id string, dst *hosts.Host, newID, name string, now time.Time) (checkpoint.Summary, error) {
 	var s checkpoint.Summary
 	if src.Host() == dst.Host() {
-		err := c.call(ctx, src, "copy", Request{ID: id, NewID: newID, Name: name, Now: req.Now}, &s)
+		err := c.call(ctx, src, "copy", Request{ID: id, NewID: newID, Name: name, Now: now}, &s)
 		return s, err
 	}
 	full, err := c.transfer(ctx, src, id, dst)
 	if err != nil {
 		return s, err
 	}
-	err = c.call(ctx, dst, "import-manifest", Request{Manifest: full.Manifest, Env: full.Env, NewID: newID, Name: name, Now: req.Now}, &s)
+	err = c.call(ctx, dst, "import-manifest", Request{Manifest: full.Manifest, Env: full.Env, NewID: newID, Name: name, Now: now}, &s)
 	return s, err
 }
 

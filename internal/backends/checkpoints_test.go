@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sand-boxer/terraform-provider-sandboxer/internal/agent"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/backends"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/backends/composessh"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/backends/vmattach"
@@ -118,7 +117,7 @@ func TestCheckpointTutorialOnComposeOverSSH(t *testing.T) {
 
 	// A copy on the other host restores the same content; diff of a
 	// snapshot with itself is empty.
-	cp, err := reg.Agent.Copy(ctx, h, snap.ID, h2, "copy-"+sb.ID, "replica", agentReq())
+	cp, err := reg.Agent.Copy(ctx, h, snap.ID, h2, "copy-"+sb.ID, "replica", time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,5 +156,3 @@ func TestPauseIsUndoneWhenCaptureFails(t *testing.T) {
 		t.Fatalf("services left paused after a failed capture: %q", out)
 	}
 }
-
-func agentReq() agent.Request { return agent.Request{Now: time.Now()} }

@@ -57,8 +57,11 @@ func (r *Registry) Create(ctx context.Context, req Request) (*Sandbox, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := ext.Validate(req.Profile, req.Inputs); err != nil {
-		return nil, err
+	// A restore brings its own content; inputs are checked only when given.
+	if req.Fill == nil || len(req.Inputs) > 0 {
+		if err := ext.Validate(req.Profile, req.Inputs); err != nil {
+			return nil, err
+		}
 	}
 	sb, err := ext.Provision(ctx, req)
 	if err != nil {

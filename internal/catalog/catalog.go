@@ -33,9 +33,16 @@ type Profile struct {
 	Placement   []string          `yaml:"placement"`
 	Inputs      []Input           `yaml:"inputs"`
 	Settings    map[string]string `yaml:"settings"` // extension-specific knobs
+	Snapshots   SnapshotSettings  `yaml:"snapshots"`
 
 	// Source is "built-in" or the file the profile was read from.
 	Source string `yaml:"-"`
+}
+
+// SnapshotSettings bound and shape the profile's snapshots.
+type SnapshotSettings struct {
+	MaxBytes int64 `yaml:"max_bytes"` // 0: the default, 10 GiB
+	MaxFiles int   `yaml:"max_files"` // 0: the default, 100,000
 }
 
 // Catalog is the set of known profiles by name.

@@ -278,8 +278,9 @@ func TestDeleteFreesOnlyUnsharedObjects(t *testing.T) {
 	capture(t, s, ws, "snap1", nil)
 	os.Remove(filepath.Join(ws, "only1.txt"))
 	capture(t, s, ws, "snap2", nil)
-	// Debris of an interrupted capture: a temp object and no manifest.
+	// Debris of an interrupted capture: a temp object, an env without its manifest.
 	os.WriteFile(filepath.Join(s.Dir, "tmp", "deadbeef"), []byte("half"), 0o600)
+	os.WriteFile(filepath.Join(s.Dir, "snapshots", "orphan.env"), []byte("{}"), 0o600)
 
 	freed, err := s.Delete("snap1")
 	if err != nil {
@@ -296,6 +297,9 @@ func TestDeleteFreesOnlyUnsharedObjects(t *testing.T) {
 	}
 	if tmps, _ := filepath.Glob(filepath.Join(s.Dir, "tmp", "*")); len(tmps) != 0 {
 		t.Fatal("gc left temp debris")
+	}
+	if _, err := os.Stat(filepath.Join(s.Dir, "snapshots", "orphan.env")); err == nil {
+		t.Fatal("gc left an env file without a manifest")
 	}
 	if _, err := s.Delete("snap1"); err != nil {
 		t.Fatal("deleting twice must succeed")

@@ -5,17 +5,17 @@ import "testing"
 func TestFilter(t *testing.T) {
 	f := Filter{Include: []string{"src", "docs/*.md", "**/keep.txt"}, Exclude: []string{"**/*.log", "node_modules", "src/gen/**"}}
 	cases := map[string]bool{
-		"src/main.go":                  true,
-		"src/a/b/c.go":                 true,
-		"src/debug.log":                false,
-		"src/node_modules/x/index.js":  false,
-		"src/gen/out.go":               false,
-		"docs/readme.md":               true,
-		"docs/sub/readme.md":           false,
-		"other/keep.txt":               true,
-		"keep.txt":                     true,
-		"README":                       false,
-		".env":                         false,
+		"src/main.go":                   true,
+		"src/a/b/c.go":                  true,
+		"src/debug.log":                 false,
+		"src/node_modules/x/index.js":   false,
+		"src/gen/out.go":                false,
+		"docs/readme.md":                true,
+		"docs/sub/readme.md":            false,
+		"other/keep.txt":                true,
+		"keep.txt":                      true,
+		"README":                        false,
+		".env":                          false,
 		".sandboxer-restore-1/src/x.go": false,
 	}
 	for p, want := range cases {

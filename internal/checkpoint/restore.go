@@ -2,9 +2,9 @@ package checkpoint
 
 import (
 	"crypto/rand"
-	"encoding/json"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"

@@ -247,9 +247,17 @@ func (s *Store) gcLocked() (int64, error) {
 	if err != nil {
 		return freed, err
 	}
-	tmps, _ := filepath.Glob(filepath.Join(s.Dir, "tmp", "*"))
-	for _, t := range tmps {
-		os.Remove(t)
+	// Temp files and env files without a manifest are debris of interrupted
+	// writes (or of a manifest removed by hand): no writer is active now.
+	debris, _ := filepath.Glob(filepath.Join(s.Dir, "tmp", "*"))
+	envs, _ := filepath.Glob(filepath.Join(s.Dir, "snapshots", "*.env"))
+	for _, e := range envs {
+		if _, err := os.Stat(strings.TrimSuffix(e, ".env") + ".json"); errors.Is(err, fs.ErrNotExist) {
+			debris = append(debris, e)
+		}
+	}
+	for _, d := range debris {
+		os.Remove(d)
 	}
 	return freed, nil
 }

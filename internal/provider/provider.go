@@ -261,9 +261,9 @@ func stringOr(v types.String, fallback string) string {
 }
 
 func (p *SandboxerProvider) Resources(_ context.Context) []func() resource.Resource {
-	return []func() resource.Resource{NewSandboxResource}
+	return []func() resource.Resource{NewSandboxResource, NewSnapshotResource, NewRestoreResource}
 }
 
 func (p *SandboxerProvider) DataSources(_ context.Context) []func() datasource.DataSource {
-	return nil
+	return []func() datasource.DataSource{NewSnapshotsDataSource, NewSnapshotDiffDataSource}
 }

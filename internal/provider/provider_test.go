@@ -31,12 +31,14 @@ func testAccPreCheck(t *testing.T) {
 // accHost is a host the acceptance tests place sandboxes on, with its own
 // root directory so tests can ask the host what remains.
 type accHost struct {
-	rootDir string
+	rootDir  string // of host "harness"
+	rootDir2 string // of host "harness2", the second sshd
+	localDir string // of host "local"
 }
 
 func newAccHost(t *testing.T) accHost {
 	t.Helper()
-	return accHost{rootDir: t.TempDir()}
+	return accHost{rootDir: t.TempDir(), rootDir2: t.TempDir(), localDir: t.TempDir()}
 }
 
 // providerConfig is a provider block with the harness sshd as host
@@ -54,6 +56,14 @@ provider "sandboxer" {
     root_dir         = %q
   }
   host {
+    name             = "harness2"
+    address          = %q
+    user             = %q
+    private_key_file = %q
+    known_hosts_file = %q
+    root_dir         = %q
+  }
+  host {
     name     = "local"
     local    = true
     root_dir = %q
@@ -61,7 +71,10 @@ provider "sandboxer" {
 }
 `, testharness.Env(t, "SANDBOXER_TEST_SSH_ADDR"), testharness.Env(t, "SANDBOXER_TEST_SSH_USER"),
 		testharness.Env(t, "SANDBOXER_TEST_SSH_KEY"), testharness.Env(t, "SANDBOXER_TEST_KNOWN_HOSTS"),
-		h.rootDir, h.rootDir)
+		h.rootDir,
+		testharness.Env(t, "SANDBOXER_TEST_SSH_ADDR2"), testharness.Env(t, "SANDBOXER_TEST_SSH_USER"),
+		testharness.Env(t, "SANDBOXER_TEST_SSH_KEY"), testharness.Env(t, "SANDBOXER_TEST_KNOWN_HOSTS"),
+		h.rootDir2, h.localDir)
 }
 
 // leftovers asks the host itself — the docker engine and the filesystem,
@@ -71,15 +84,19 @@ provider "sandboxer" {
 func (h accHost) leftovers(t *testing.T) []string {
 	t.Helper()
 	var left []string
-	entries, _ := os.ReadDir(h.rootDir)
-	for _, e := range entries {
-		if e.Name() != ".sandboxer" {
-			left = append(left, "workspace "+e.Name())
+	for _, root := range []string{h.rootDir, h.rootDir2, h.localDir} {
+		entries, _ := os.ReadDir(root)
+		for _, e := range entries {
+			if e.Name() != ".sandboxer" {
+				left = append(left, "workspace "+e.Name())
+			}
 		}
-	}
-	records, _ := filepath.Glob(filepath.Join(h.rootDir, ".sandboxer", "sandboxes", "*"))
-	for _, r := range records {
-		left = append(left, "record "+filepath.Base(r))
+		for _, pattern := range []string{"sandboxes/*", "store/snapshots/*", "store/objects/*/*"} {
+			found, _ := filepath.Glob(filepath.Join(root, ".sandboxer", pattern))
+			for _, f := range found {
+				left = append(left, strings.SplitN(pattern, "/", 2)[0]+" "+filepath.Base(f))
+			}
+		}
 	}
 	out, err := exec.Command("docker", "ps", "-a", "--format", `{{.Names}} {{.Label "com.docker.compose.project.working_dir"}}`).Output()
 	if err != nil {
@@ -88,7 +105,7 @@ func (h accHost) leftovers(t *testing.T) []string {
 	projects := map[string]bool{}
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		name, dir, _ := strings.Cut(line, " ")
-		if dir != "" && strings.HasPrefix(dir, h.rootDir) {
+		if dir != "" && (strings.HasPrefix(dir, h.rootDir) || strings.HasPrefix(dir, h.rootDir2)) {
 			left = append(left, "container "+name)
 			projects[filepath.Base(dir)] = true
 		}

@@ -101,3 +101,27 @@ func stringMap(ctx context.Context, v types.Map, diags *diag.Diagnostics) map[st
 	diags.Append(v.ElementsAs(ctx, &out, false)...)
 	return out
 }
+
+// listFromHost converts a string list read from the host, keeping the
+// current value's form when both are empty (as mapFromHost does).
+func listFromHost(ctx context.Context, current types.List, l []string, diags *diag.Diagnostics) types.List {
+	if len(l) == 0 {
+		if !current.IsNull() && !current.IsUnknown() && len(current.Elements()) == 0 {
+			return current
+		}
+		return types.ListNull(types.StringType)
+	}
+	v, d := types.ListValueFrom(ctx, types.StringType, l)
+	diags.Append(d...)
+	return v
+}
+
+// stringList reads a list attribute; null and unknown read as empty.
+func stringList(ctx context.Context, v types.List, diags *diag.Diagnostics) []string {
+	var out []string
+	if v.IsNull() || v.IsUnknown() {
+		return out
+	}
+	diags.Append(v.ElementsAs(ctx, &out, false)...)
+	return out
+}

@@ -108,11 +108,11 @@ resource "sandboxer_sandbox" "ws" {
 			{
 				// Removed out of band: the next plan re-creates it.
 				PreConfig: func() {
-					out, err := exec.Command("sh", "-c", "rm -rf "+h.rootDir+"/*").CombinedOutput()
+					out, err := exec.Command("sh", "-c", "rm -rf "+h.localDir+"/*").CombinedOutput()
 					if err != nil {
 						t.Fatalf("%v %s", err, out)
 					}
-					records, _ := filepath.Glob(filepath.Join(h.rootDir, ".sandboxer", "sandboxes", "*"))
+					records, _ := filepath.Glob(filepath.Join(h.localDir, ".sandboxer", "sandboxes", "*"))
 					for _, r := range records {
 						os.Remove(r)
 					}

@@ -84,6 +84,27 @@ func composeFile(inputs map[string]string) (string, error) {
 	return "", fmt.Errorf("input repo: no compose file in %s (looked for %s)", repo, strings.Join(candidates, ", "))
 }
 
+// findComposeFile looks for the compose file in a workspace on the host.
+func findComposeFile(ctx context.Context, h *hosts.Host, ws, name string) (string, error) {
+	candidates := defaultComposeFiles
+	if name != "" {
+		if err := safepath.Relative(name); err != nil {
+			return "", fmt.Errorf("input compose_file: %w", err)
+		}
+		candidates = []string{name}
+	}
+	var script strings.Builder
+	for _, f := range candidates {
+		fmt.Fprintf(&script, "if test -f %s; then echo %s; exit 0; fi\n", hosts.Quote(ws+"/"+f), hosts.Quote(f))
+	}
+	script.WriteString("exit 3\n")
+	out, err := hosts.Output(ctx, h, script.String())
+	if hosts.IsExitCode(err, 3) {
+		return "", fmt.Errorf("no compose file in the restored workspace (looked for %s)", strings.Join(candidates, ", "))
+	}
+	return strings.TrimSpace(string(out)), err
+}
+
 // compose returns the compose argv for a host, detecting it once per host.
 func (e *Extension) compose(ctx context.Context, h *hosts.Host) ([]string, error) {
 	if e.ComposeCommand != "" {
@@ -123,9 +144,14 @@ func inWorkspace(sb *backends.Sandbox, compose []string, args ...string) string 
 }
 
 func (e *Extension) Provision(ctx context.Context, req backends.Request) (*backends.Sandbox, error) {
-	file, err := composeFile(req.Inputs)
-	if err != nil {
-		return nil, err
+	// A restore without a repo finds its compose file in the restored workspace.
+	fromSnapshot := req.Fill != nil && req.Inputs["repo"] == ""
+	var file string
+	if !fromSnapshot {
+		var err error
+		if file, err = composeFile(req.Inputs); err != nil {
+			return nil, err
+		}
 	}
 	if err := backends.CheckEnv(req.Env); err != nil {
 		return nil, err
@@ -151,6 +177,11 @@ func (e *Extension) Provision(ctx context.Context, req backends.Request) (*backe
 	}
 	if err := backends.PopulateWorkspace(ctx, req, ws); err != nil {
 		return fail(err)
+	}
+	if fromSnapshot {
+		if sb.ComposeFile, err = findComposeFile(ctx, req.Host, ws, req.Inputs["compose_file"]); err != nil {
+			return fail(err)
+		}
 	}
 	out, err := hosts.Output(ctx, req.Host, inWorkspace(sb, compose, "config", "--services"))
 	if err != nil {
