@@ -127,8 +127,13 @@ func (c *Client) call(ctx context.Context, h *hosts.Host, op string, req Request
 	if err != nil {
 		return err
 	}
+	// The request, then stdin held open until the answer is in: the agent
+	// takes EOF as "the client went away" and aborts.
+	hold, release := io.Pipe()
+	defer release.Close()
+	stdin := io.MultiReader(bytes.NewReader(append(body, '\n')), hold)
 	var stdout bytes.Buffer
-	err = h.Run(ctx, hosts.Command(path, Command, op), bytes.NewReader(body), &stdout)
+	err = h.Run(ctx, hosts.Command(path, Command, op), stdin, &stdout)
 	if hosts.IsExitCode(err, exitNotFound) {
 		return checkpoint.ErrNotFound
 	}
@@ -247,6 +252,7 @@ func (c *Client) transfer(ctx context.Context, src *hosts.Host, id string, dst *
 		return nil, err
 	}
 	exportReq, _ := json.Marshal(Request{Store: StoreDir(src), Digests: missing})
+	exportReq = append(exportReq, '\n')
 	importReq, _ := json.Marshal(Request{Store: StoreDir(dst)})
 	pr, pw := io.Pipe()
 	exported := make(chan error, 1)

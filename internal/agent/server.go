@@ -6,6 +6,7 @@
 package agent
 
 import (
+	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -60,11 +61,27 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 		err = json.Unmarshal([]byte(args[1]), &req)
 	} else {
-		err = json.NewDecoder(stdin).Decode(&req)
+		// One JSON line: the decoder must not read past it into the hold-open stream.
+		var line []byte
+		line, err = bufio.NewReader(stdin).ReadBytes('\n')
+		if err == nil || (err == io.EOF && len(line) > 0) {
+			err = json.Unmarshal(line, &req)
+		}
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: bad request: %v\n", args[0], err)
 		return 2
+	}
+	if args[0] != "import-objects" {
+		// The client holds stdin open for as long as it waits. EOF means it
+		// went away (connection cut, provider killed): stop before anything
+		// is reported complete.
+		done := make(chan struct{})
+		go func() {
+			_, _ = io.Copy(io.Discard, stdin)
+			close(done)
+		}()
+		req.Capture.Done, req.Restore.Done = done, done
 	}
 	out, err := run(args[0], req, stdin, stdout)
 	if err == nil && out != nil {

@@ -41,6 +41,22 @@ type CaptureOptions struct {
 	Limits      Limits
 	Now         time.Time
 	Workers     int // parallel file readers; 0 means 4
+
+	// Done, when closed, means the caller has gone (connection cut, provider
+	// killed): the capture stops and writes no manifest, so nothing trusts it.
+	Done <-chan struct{} `json:"-"`
+}
+
+// ErrAborted is returned when the caller went away mid-operation.
+var ErrAborted = errors.New("aborted: the caller went away before the operation finished")
+
+func aborted(done <-chan struct{}) bool {
+	select {
+	case <-done:
+		return true
+	default:
+		return false
+	}
 }
 
 // Capture snapshots workspace into the store. Unchanged files (same size and
@@ -90,6 +106,9 @@ func (s *Store) Capture(workspace string, opts CaptureOptions) (*Manifest, error
 		go func() {
 			defer wg.Done()
 			for i := range work {
+				if aborted(opts.Done) {
+					continue
+				}
 				e := &entries[i]
 				if p, ok := prev[e.Path]; ok && p.Size == e.Size && p.MtimeNs == e.MtimeNs && s.hasObject(p.Digest) {
 					e.Digest = p.Digest
@@ -118,6 +137,9 @@ func (s *Store) Capture(workspace string, opts CaptureOptions) (*Manifest, error
 	case err := <-errs:
 		return nil, err
 	default:
+	}
+	if aborted(opts.Done) {
+		return nil, ErrAborted
 	}
 
 	m := &Manifest{

@@ -27,6 +27,10 @@ type RestoreOptions struct {
 	Overwrite bool // files present in both take the snapshot's content
 	Prune     bool // remove in-scope files the snapshot does not have
 	Workers   int  // parallel object readers; 0 means 4
+
+	// Done, when closed, means the caller has gone: a restore not yet
+	// applying stops before it changes the target.
+	Done <-chan struct{} `json:"-"`
 }
 
 // RestoreResult reports what a restore did.
@@ -88,6 +92,9 @@ func (s *Store) RestoreManifest(m *Manifest, env map[string]string, target strin
 	staged, err := s.stage(todo, staging, opts.Workers)
 	if err != nil {
 		return res, err // target untouched but for the staging directory, now removed
+	}
+	if aborted(opts.Done) {
+		return res, ErrAborted
 	}
 
 	// Everything verified: apply. Sorted order puts a parent directory

@@ -18,14 +18,32 @@ func (l *Local) Host() string { return l.Name }
 
 func (l *Local) Run(ctx context.Context, script string, stdin io.Reader, stdout io.Writer) error {
 	cmd := exec.CommandContext(ctx, "sh", "-c", script)
-	cmd.Stdin = stdin
 	if stdout == nil {
 		stdout = io.Discard
 	}
 	cmd.Stdout = stdout
 	stderr := &tailBuffer{n: stderrTailBytes}
 	cmd.Stderr = stderr
-	err := cmd.Run()
+	// Feed stdin ourselves rather than through cmd.Stdin: Wait would also
+	// wait for that copy, and a caller may hold stdin open until the command
+	// has exited (as SSH sessions allow).
+	var in io.WriteCloser
+	if stdin != nil {
+		var err error
+		if in, err = cmd.StdinPipe(); err != nil {
+			return err
+		}
+	}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	if in != nil {
+		go func() {
+			_, _ = io.Copy(in, stdin)
+			in.Close()
+		}()
+	}
+	err := cmd.Wait()
 	if err == nil {
 		return nil
 	}
