@@ -72,6 +72,7 @@ func (s *Store) Capture(workspace string, opts CaptureOptions) (*Manifest, error
 	if _, err := os.Stat(s.manifestPath(opts.ID)); err == nil {
 		return nil, fmt.Errorf("snapshot %s already exists", opts.ID)
 	}
+	scannedAt := time.Now().UnixNano()
 	entries, err := scan(workspace, opts.Filter)
 	if err != nil {
 		return nil, err
@@ -110,7 +111,8 @@ func (s *Store) Capture(workspace string, opts CaptureOptions) (*Manifest, error
 					continue
 				}
 				e := &entries[i]
-				if p, ok := prev[e.Path]; ok && p.Size == e.Size && p.MtimeNs == e.MtimeNs && s.hasObject(p.Digest) {
+				if p, ok := prev.entries[e.Path]; ok && p.Size == e.Size && p.MtimeNs == e.MtimeNs &&
+					e.MtimeNs < prev.scannedAtNs-racyWindow.Nanoseconds() && s.hasObject(p.Digest) {
 					e.Digest = p.Digest
 					continue
 				}
@@ -146,7 +148,7 @@ func (s *Store) Capture(workspace string, opts CaptureOptions) (*Manifest, error
 		ID: opts.ID, Name: opts.Name, Description: opts.Description, SandboxID: opts.SandboxID,
 		Profile: opts.Profile, CreatedAt: opts.Now.UTC(), Metadata: opts.Metadata,
 		Include: opts.Filter.Include, Exclude: opts.Filter.Exclude, Entries: entries,
-		StoredBytes: stored.Load(),
+		StoredBytes: stored.Load(), ScannedAtNs: scannedAt,
 	}
 	if err := s.save(m, env); err != nil {
 		return nil, err
@@ -239,32 +241,44 @@ func checkLimits(entries []Entry, l Limits) error {
 	return nil
 }
 
-// previous returns the newest snapshot of the same sandbox as a stat cache.
-func (s *Store) previous(sandboxID string) map[string]Entry {
+// racyWindow: a file whose mtime lies this close to (or after) the previous
+// scan may have been changed again within the filesystem's timestamp
+// granularity without its mtime moving, so it is read again (as git does
+// for "racily clean" entries).
+const racyWindow = 2 * time.Second
+
+// statCache is the newest snapshot of the same sandbox: the files it saw.
+type statCache struct {
+	entries     map[string]Entry
+	scannedAtNs int64
+}
+
+// previous returns the stat cache of the sandbox's newest snapshot.
+func (s *Store) previous(sandboxID string) statCache {
 	if sandboxID == "" {
-		return nil
+		return statCache{}
 	}
 	list, err := s.List()
 	if err != nil {
-		return nil
+		return statCache{}
 	}
 	for i := len(list) - 1; i >= 0; i-- {
 		if list[i].SandboxID != sandboxID {
 			continue
 		}
 		m, err := s.Load(list[i].ID)
-		if err != nil {
-			return nil
+		if err != nil || m.Source != "" { // a copy's mtimes are not this host's
+			return statCache{}
 		}
-		prev := make(map[string]Entry, len(m.Entries))
+		c := statCache{entries: make(map[string]Entry, len(m.Entries)), scannedAtNs: m.ScannedAtNs}
 		for _, e := range m.Entries {
 			if e.Type == TypeFile {
-				prev[e.Path] = e
+				c.entries[e.Path] = e
 			}
 		}
-		return prev
+		return c
 	}
-	return nil
+	return statCache{}
 }
 
 // storeFile hashes src while copying it into a temp object, then names the

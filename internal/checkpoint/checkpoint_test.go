@@ -135,18 +135,20 @@ func TestRestoreWithoutOverwriteKeepsExistingFiles(t *testing.T) {
 func TestIncrementalCaptureReadsAndStoresOnlyChanges(t *testing.T) {
 	s := newStore(t)
 	ws := t.TempDir()
+	old := time.Now().Add(-time.Hour) // outside the stat cache's racy window
 	for i := 0; i < 100; i++ {
 		put(t, ws, fmt.Sprintf("f%03d", i), strings.Repeat(fmt.Sprint(i), 1000))
+		os.Chtimes(filepath.Join(ws, fmt.Sprintf("f%03d", i)), old, old)
 	}
 	full := capture(t, s, ws, "full", nil)
 	put(t, ws, "f007", "changed content")
 	// Rewrite an unchanged-looking file behind the stat cache's back (same
-	// size, mtime put back): a capture that does not re-read unchanged files
-	// keeps its old digest.
+	// size, old mtime put back): a capture that does not re-read unchanged
+	// files keeps its old digest.
 	p := filepath.Join(ws, "f050")
 	st, _ := os.Stat(p)
 	os.WriteFile(p, []byte(strings.Repeat("Q", int(st.Size()))), 0o644)
-	os.Chtimes(p, st.ModTime(), st.ModTime())
+	os.Chtimes(p, old, old)
 	inc := capture(t, s, ws, "inc", nil)
 	if inc.StoredBytes != int64(len("changed content")) {
 		t.Fatalf("stored %d bytes, want only the change (%d)", inc.StoredBytes, len("changed content"))
@@ -383,5 +385,26 @@ func TestTransferBetweenStores(t *testing.T) {
 	c := newStore(t)
 	if _, err := c.ImportObjects(bytes.NewReader(raw)); err == nil || !strings.Contains(err.Error(), "corrupt") {
 		t.Fatalf("corrupt object accepted: %v", err)
+	}
+}
+
+func TestStatCacheDistrustsRacyFiles(t *testing.T) {
+	s := newStore(t)
+	ws := t.TempDir()
+	put(t, ws, "f", "AAAA")
+	capture(t, s, ws, "s1", nil)
+	// Same size, mtime put back, but modified right after the scan: within
+	// the racy window the file must be read again.
+	p := filepath.Join(ws, "f")
+	st, _ := os.Stat(p)
+	os.WriteFile(p, []byte("BBBB"), 0o644)
+	os.Chtimes(p, st.ModTime(), st.ModTime())
+	capture(t, s, ws, "s2", nil)
+	d, err := s.Diff("s1", "s2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.FilesModified) != 1 {
+		t.Fatalf("a racily modified file was trusted from the stat cache: %+v", d)
 	}
 }

@@ -63,6 +63,10 @@ type Manifest struct {
 	FileCount   int               `json:"file_count"`
 	StoredBytes int64             `json:"stored_bytes"` // new bytes this snapshot added
 	Digest      string            `json:"digest"`       // sha256 of the canonical content
+
+	// ScannedAtNs is the host's clock when the workspace was scanned: the
+	// stat cache distrusts files modified close to it (see racyWindow).
+	ScannedAtNs int64 `json:"scanned_at_ns,omitempty"`
 }
 
 // Filter returns the snapshot's scope.
