@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -95,50 +94,19 @@ func (s *Store) Capture(workspace string, opts CaptureOptions) (*Manifest, error
 
 	prev := s.previous(opts.SandboxID)
 	var stored atomic.Int64
-	work := make(chan int)
-	errs := make(chan error, 1)
-	var wg sync.WaitGroup
-	workers := opts.Workers
-	if workers <= 0 {
-		workers = 4
-	}
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range work {
-				if aborted(opts.Done) {
-					continue
-				}
-				e := &entries[i]
-				if p, ok := prev.entries[e.Path]; ok && p.Size == e.Size && p.MtimeNs == e.MtimeNs &&
-					e.MtimeNs < prev.scannedAtNs-racyWindow.Nanoseconds() && s.hasObject(p.Digest) {
-					e.Digest = p.Digest
-					continue
-				}
-				n, err := s.storeFile(filepath.Join(workspace, filepath.FromSlash(e.Path)), e)
-				if err != nil {
-					select {
-					case errs <- err:
-					default:
-					}
-					continue
-				}
-				stored.Add(n)
-			}
-		}()
-	}
-	for i := range entries {
-		if entries[i].Type == TypeFile {
-			work <- i
+	err = forEachFile(entries, opts.Workers, opts.Done, func(i int) error {
+		e := &entries[i]
+		if p, ok := prev.entries[e.Path]; ok && p.Size == e.Size && p.MtimeNs == e.MtimeNs &&
+			e.MtimeNs < prev.scannedAtNs-racyWindow.Nanoseconds() && s.hasObject(p.Digest) {
+			e.Digest = p.Digest
+			return nil
 		}
-	}
-	close(work)
-	wg.Wait()
-	select {
-	case err := <-errs:
+		n, err := s.storeFile(filepath.Join(workspace, filepath.FromSlash(e.Path)), e)
+		stored.Add(n)
+		return err
+	})
+	if err != nil {
 		return nil, err
-	default:
 	}
 	if aborted(opts.Done) {
 		return nil, ErrAborted

@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync"
 )
 
 // stagingPrefix names the directory inside the target where restored files
@@ -158,46 +157,22 @@ func (s *Store) RestoreManifest(m *Manifest, env map[string]string, target strin
 // stage copies every file entry's object into staging, verifying digests.
 // The first mismatch or missing object fails the whole restore, naming the file.
 func (s *Store) stage(todo []Entry, staging string, workers int) (map[string]string, error) {
-	if workers <= 0 {
-		workers = 4
+	paths := make([]string, len(todo))
+	err := forEachFile(todo, workers, nil, func(i int) error {
+		var err error
+		paths[i], err = s.stageOne(todo[i], staging)
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
 	staged := map[string]string{}
-	var mu sync.Mutex
-	work := make(chan Entry)
-	errs := make(chan error, 1)
-	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for e := range work {
-				p, err := s.stageOne(e, staging)
-				if err != nil {
-					select {
-					case errs <- err:
-					default:
-					}
-					continue
-				}
-				mu.Lock()
-				staged[e.Path] = p
-				mu.Unlock()
-			}
-		}()
-	}
-	for _, e := range todo {
+	for i, e := range todo {
 		if e.Type == TypeFile {
-			work <- e
+			staged[e.Path] = paths[i]
 		}
 	}
-	close(work)
-	wg.Wait()
-	select {
-	case err := <-errs:
-		return nil, err
-	default:
-		return staged, nil
-	}
+	return staged, nil
 }
 
 func (s *Store) stageOne(e Entry, staging string) (string, error) {

@@ -71,23 +71,13 @@ func Hash(dir string) (string, error) {
 		mode := e.info.Mode()
 		fmt.Fprintf(h, "%s\x00%o\x00%s\x00", e.rel, mode&(fs.ModeType|fs.ModePerm), e.link)
 		if mode.IsRegular() {
-			if err := hashFile(h, filepath.Join(dir, filepath.FromSlash(e.rel))); err != nil {
+			if err := copyFile(h, filepath.Join(dir, filepath.FromSlash(e.rel))); err != nil {
 				return "", err
 			}
 		}
 		h.Write([]byte{0})
 	}
 	return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
-}
-
-func hashFile(w io.Writer, path string) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	_, err = io.Copy(w, f)
-	return err
 }
 
 // WriteTar writes dir's contents as a tar stream rooted at ".".
@@ -121,6 +111,7 @@ func WriteTar(w io.Writer, dir string) error {
 	return tw.Close()
 }
 
+// copyFile copies the file at path to w (a hash or a tar stream).
 func copyFile(w io.Writer, path string) error {
 	f, err := os.Open(path)
 	if err != nil {

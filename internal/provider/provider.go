@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/provider"
 	"github.com/hashicorp/terraform-plugin-framework/provider/schema"
@@ -72,6 +73,20 @@ type providerData struct {
 	defaultHost string
 	catalog     *catalog.Catalog
 	registry    *backends.Registry
+}
+
+// providerDataFrom is the checked type assertion of every resource's and
+// data source's Configure. It returns nil before the provider is configured.
+func providerDataFrom(pd any, diags *diag.Diagnostics) *providerData {
+	if pd == nil {
+		return nil
+	}
+	data, ok := pd.(*providerData)
+	if !ok {
+		diags.AddError("Unexpected Configure Type",
+			fmt.Sprintf("Expected *providerData, got %T. Please report this issue to the provider developers.", pd))
+	}
+	return data
 }
 
 // host returns the named host with a diagnostic-ready error.

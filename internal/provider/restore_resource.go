@@ -119,16 +119,7 @@ func (r *RestoreResource) Schema(ctx context.Context, _ resource.SchemaRequest, 
 }
 
 func (r *RestoreResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
-	if req.ProviderData == nil {
-		return
-	}
-	data, ok := req.ProviderData.(*providerData)
-	if !ok {
-		resp.Diagnostics.AddError("Unexpected Resource Configure Type",
-			fmt.Sprintf("Expected *providerData, got %T. Please report this issue to the provider developers.", req.ProviderData))
-		return
-	}
-	r.data = data
+	r.data = providerDataFrom(req.ProviderData, &resp.Diagnostics)
 }
 
 func (r *RestoreResource) ConfigValidators(context.Context) []resource.ConfigValidator {

@@ -64,16 +64,7 @@ func (d *SnapshotDiffDataSource) Schema(_ context.Context, _ datasource.SchemaRe
 }
 
 func (d *SnapshotDiffDataSource) Configure(_ context.Context, req datasource.ConfigureRequest, resp *datasource.ConfigureResponse) {
-	if req.ProviderData == nil {
-		return
-	}
-	data, ok := req.ProviderData.(*providerData)
-	if !ok {
-		resp.Diagnostics.AddError("Unexpected Data Source Configure Type",
-			fmt.Sprintf("Expected *providerData, got %T. Please report this issue to the provider developers.", req.ProviderData))
-		return
-	}
-	d.data = data
+	d.data = providerDataFrom(req.ProviderData, &resp.Diagnostics)
 }
 
 func (d *SnapshotDiffDataSource) Read(ctx context.Context, req datasource.ReadRequest, resp *datasource.ReadResponse) {

@@ -134,16 +134,7 @@ func (r *SnapshotResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 }
 
 func (r *SnapshotResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
-	if req.ProviderData == nil {
-		return
-	}
-	data, ok := req.ProviderData.(*providerData)
-	if !ok {
-		resp.Diagnostics.AddError("Unexpected Resource Configure Type",
-			fmt.Sprintf("Expected *providerData, got %T. Please report this issue to the provider developers.", req.ProviderData))
-		return
-	}
-	r.data = data
+	r.data = providerDataFrom(req.ProviderData, &resp.Diagnostics)
 }
 
 func (r *SnapshotResource) ConfigValidators(context.Context) []resource.ConfigValidator {
