@@ -13,6 +13,8 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/filelock"
 )
 
 // ErrNotFound means the store has no snapshot of that id.
@@ -260,6 +262,12 @@ func (s *Store) gcLocked() (int64, error) {
 		os.Remove(d)
 	}
 	return freed, nil
+}
+
+// lock takes the store lock: shared while objects and a manifest are being
+// written, exclusive for garbage collection.
+func (s *Store) lock(exclusive bool) (func(), error) {
+	return filelock.Lock(filepath.Join(s.Dir, "lock"), exclusive)
 }
 
 // Usage reports the store's size on disk and its snapshot count.
