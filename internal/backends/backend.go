@@ -33,6 +33,10 @@ type Sandbox struct {
 	SourceHash     string            `json:"source_hash,omitempty"`
 	CreatedAt      time.Time         `json:"created_at"`
 	ReadyAt        *time.Time        `json:"ready_at,omitempty"`
+	ExpiresAt      *time.Time        `json:"expires_at,omitempty"` // from the ttl; what a reaper acts on
+	// Metered sandboxes are charged for their lifetime on teardown.
+	HourlyPriceUSD float64 `json:"hourly_price_usd,omitempty"`
+	QuoteUSD       float64 `json:"quote_usd,omitempty"`
 }
 
 // Sandbox states reported by Inspect.
@@ -67,6 +71,19 @@ type Request struct {
 	// Fill, when set, populates the new workspace before the sandbox starts
 	// (a restore from a snapshot).
 	Fill func(ctx context.Context, workspace string) error
+	// Extension, when set, overrides the profile's (routing chose another).
+	Extension string
+	// TTL, when set, gives the sandbox an expiry.
+	TTL time.Duration
+	// Metered, when set, charges the sandbox through the registry's ledger:
+	// a hold of QuoteUSD at create, the measured lifetime at teardown.
+	Metered *Metering
+}
+
+// Metering is the price of a metered sandbox.
+type Metering struct {
+	HourlyPriceUSD float64
+	QuoteUSD       float64
 }
 
 // Extension is a backend that establishes sandboxes. Optional capabilities

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/agent"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/hosts"
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/metering"
 )
 
 // Registry holds the extensions by name and runs the sandbox lifecycle.
@@ -18,6 +19,8 @@ type Registry struct {
 	now  func() time.Time
 	// Agent runs checkpoint operations on hosts.
 	Agent *agent.Client
+	// Ledger charges metered sandboxes; nil when no credits_file is set.
+	Ledger *metering.Ledger
 }
 
 // NewRegistry returns a registry of the given extensions.
@@ -53,10 +56,33 @@ const cleanupTimeout = 2 * time.Minute
 // Create provisions a sandbox and waits until it is ready. On any failure
 // it tears down what was started, so a failed create leaves nothing behind.
 func (r *Registry) Create(ctx context.Context, req Request) (*Sandbox, error) {
-	ext, err := r.Extension(req.Profile.Extension)
+	extName := req.Profile.Extension
+	if req.Extension != "" {
+		extName = req.Extension
+	}
+	ext, err := r.Extension(extName)
 	if err != nil {
 		return nil, err
 	}
+	if req.Metered != nil {
+		if r.Ledger == nil {
+			return nil, fmt.Errorf("profile %s is metered: set credits_file in the provider block", req.Profile.Name)
+		}
+		// The hold, not the plan-time check, is what stops parallel applies
+		// from spending the same credits twice.
+		if err := r.Ledger.Hold(req.ID, req.Profile.Name, req.Metered.QuoteUSD); err != nil {
+			return nil, fmt.Errorf("the metered backend refused sandbox %s: %w", req.ID, err)
+		}
+		sb, err := r.create(ctx, ext, req)
+		if err != nil {
+			_ = r.Ledger.Release(req.ID)
+		}
+		return sb, err
+	}
+	return r.create(ctx, ext, req)
+}
+
+func (r *Registry) create(ctx context.Context, ext Extension, req Request) (*Sandbox, error) {
 	// A restore brings its own content; inputs are checked only when given.
 	if req.Fill == nil || len(req.Inputs) > 0 {
 		if err := ext.Validate(req.Profile, req.Inputs); err != nil {
@@ -66,6 +92,13 @@ func (r *Registry) Create(ctx context.Context, req Request) (*Sandbox, error) {
 	sb, err := ext.Provision(ctx, req)
 	if err != nil {
 		return nil, err
+	}
+	if req.TTL > 0 {
+		exp := sb.CreatedAt.Add(req.TTL)
+		sb.ExpiresAt = &exp
+	}
+	if req.Metered != nil {
+		sb.HourlyPriceUSD, sb.QuoteUSD = req.Metered.HourlyPriceUSD, req.Metered.QuoteUSD
 	}
 	fail := func(cause error) (*Sandbox, error) {
 		return nil, CleanUpAfter(ctx, cause, req.Host, sb.ID, func(ctx context.Context) error {
@@ -140,7 +173,23 @@ func (r *Registry) teardown(ctx context.Context, ext Extension, h *hosts.Host, s
 	if err := ext.Teardown(ctx, h, sb); err != nil {
 		return err
 	}
+	if sb.HourlyPriceUSD > 0 && r.Ledger != nil {
+		lifetime := r.now().Sub(sb.CreatedAt)
+		if err := r.Ledger.Debit(sb.ID, sb.Profile, metering.Quote(sb.HourlyPriceUSD, lifetime), lifetime); err != nil {
+			return fmt.Errorf("sandbox %s is gone, but debiting its cost failed (the record is kept so a retry can charge it): %w", sb.ID, err)
+		}
+	}
 	return removeRecord(ctx, h, sb.ID)
+}
+
+// SetExpiry rewrites a sandbox's expiry on the host (a ttl change in place).
+func (r *Registry) SetExpiry(ctx context.Context, h *hosts.Host, id string, expires *time.Time) (*Sandbox, error) {
+	sb, err := readRecord(ctx, h, id)
+	if err != nil {
+		return nil, err
+	}
+	sb.ExpiresAt = expires
+	return sb, writeRecord(ctx, h, sb)
 }
 
 // SetLabels rewrites a sandbox's labels on the host (an in-place update).

@@ -20,9 +20,11 @@ import (
 
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/backends"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/backends/composessh"
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/backends/saasstub"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/backends/vmattach"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/catalog"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/hosts"
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/metering"
 )
 
 var _ provider.Provider = &SandboxerProvider{}
@@ -44,6 +46,8 @@ func New(version string) func() provider.Provider {
 type providerModel struct {
 	DefaultHost    types.String `tfsdk:"default_host"`
 	ComposeCommand types.String `tfsdk:"compose_command"`
+	ProfilesDir    types.String `tfsdk:"profiles_dir"`
+	CreditsFile    types.String `tfsdk:"credits_file"`
 	Hosts          []hostModel  `tfsdk:"host"`
 }
 
@@ -73,6 +77,7 @@ type providerData struct {
 	defaultHost string
 	catalog     *catalog.Catalog
 	registry    *backends.Registry
+	ledger      *metering.Ledger // nil without credits_file
 }
 
 // providerDataFrom is the checked type assertion of every resource's and
@@ -142,6 +147,12 @@ func (p *SandboxerProvider) Schema(_ context.Context, _ provider.SchemaRequest, 
 		Attributes: map[string]schema.Attribute{
 			"default_host": schema.StringAttribute{Optional: true,
 				MarkdownDescription: "Host used by sandboxes that set no `host`. Env `SANDBOXER_HOST`. Default: the profile's first placement host, else `local`."},
+			"profiles_dir": schema.StringAttribute{Optional: true,
+				MarkdownDescription: "Directory of extra `profile.<name>.yaml` and `ext.<name>.yaml` files, in the built-ins' format. " +
+					"A profile of the same name as a built-in replaces it. A broken file fails the plan naming the file and the field."},
+			"credits_file": schema.StringAttribute{Optional: true,
+				MarkdownDescription: "JSON credits ledger for metered profiles, e.g. `{\"balance_usd\": 25}`. Metered sandboxes are quoted " +
+					"against it at plan time, hold their quote while they live and are debited for their measured lifetime on destroy."},
 			"compose_command": schema.StringAttribute{Optional: true,
 				MarkdownDescription: "Compose command on the hosts, e.g. `docker compose`, `docker-compose` or `podman-compose`. " +
 					"Env `SANDBOXER_COMPOSE_CMD`. Default: detected per host (`docker compose`, then `docker-compose`, then `podman-compose`)."},
@@ -169,9 +180,9 @@ func (p *SandboxerProvider) Configure(ctx context.Context, req provider.Configur
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	cat, err := catalog.Builtin()
+	cat, err := catalog.Load(cfg.ProfilesDir.ValueString())
 	if err != nil {
-		resp.Diagnostics.AddError("Unable to Load Profiles", err.Error())
+		resp.Diagnostics.AddAttributeError(path.Root("profiles_dir"), "Unable to Load Profiles", err.Error())
 		return
 	}
 	composeCmd := stringOr(cfg.ComposeCommand, os.Getenv("SANDBOXER_COMPOSE_CMD"))
@@ -179,7 +190,14 @@ func (p *SandboxerProvider) Configure(ctx context.Context, req provider.Configur
 		hosts:       map[string]*hosts.Host{LocalHostName: localHost(LocalHostName, "")},
 		defaultHost: stringOr(cfg.DefaultHost, os.Getenv("SANDBOXER_HOST")),
 		catalog:     cat,
-		registry:    backends.NewRegistry(composessh.New(composeCmd), vmattach.New()),
+		registry:    backends.NewRegistry(composessh.New(composeCmd), vmattach.New(), saasstub.New()),
+	}
+	if f := cfg.CreditsFile.ValueString(); f != "" {
+		if data.ledger, err = metering.Open(f); err != nil {
+			resp.Diagnostics.AddAttributeError(path.Root("credits_file"), "Unable to Open Credits Ledger", err.Error())
+			return
+		}
+		data.registry.Ledger = data.ledger
 	}
 	seen := map[string]bool{}
 	for i, hm := range cfg.Hosts {
@@ -280,5 +298,5 @@ func (p *SandboxerProvider) Resources(_ context.Context) []func() resource.Resou
 }
 
 func (p *SandboxerProvider) DataSources(_ context.Context) []func() datasource.DataSource {
-	return []func() datasource.DataSource{NewSnapshotsDataSource, NewSnapshotDiffDataSource}
+	return []func() datasource.DataSource{NewProfileDataSource, NewSnapshotsDataSource, NewSnapshotDiffDataSource}
 }

@@ -14,21 +14,24 @@ import (
 
 // sandboxModel is the sandboxer_sandbox resource's data.
 type sandboxModel struct {
-	ID             types.String   `tfsdk:"id"`
-	Profile        types.String   `tfsdk:"profile"`
-	Host           types.String   `tfsdk:"host"`
-	Inputs         types.Map      `tfsdk:"inputs"`
-	Env            types.Map      `tfsdk:"env"`
-	Labels         types.Map      `tfsdk:"labels"`
-	Extension      types.String   `tfsdk:"extension"`
-	Status         types.String   `tfsdk:"status"`
-	WorkspaceDir   types.String   `tfsdk:"workspace_dir"`
-	ComposeProject types.String   `tfsdk:"compose_project"`
-	Services       types.List     `tfsdk:"services"`
-	SourceHash     types.String   `tfsdk:"source_hash"`
-	CreatedAt      types.String   `tfsdk:"created_at"`
-	ReadyAt        types.String   `tfsdk:"ready_at"`
-	Timeouts       timeouts.Value `tfsdk:"timeouts"`
+	ID               types.String   `tfsdk:"id"`
+	Profile          types.String   `tfsdk:"profile"`
+	Host             types.String   `tfsdk:"host"`
+	Inputs           types.Map      `tfsdk:"inputs"`
+	Env              types.Map      `tfsdk:"env"`
+	Labels           types.Map      `tfsdk:"labels"`
+	Extension        types.String   `tfsdk:"extension"`
+	Status           types.String   `tfsdk:"status"`
+	WorkspaceDir     types.String   `tfsdk:"workspace_dir"`
+	ComposeProject   types.String   `tfsdk:"compose_project"`
+	Services         types.List     `tfsdk:"services"`
+	SourceHash       types.String   `tfsdk:"source_hash"`
+	CreatedAt        types.String   `tfsdk:"created_at"`
+	ReadyAt          types.String   `tfsdk:"ready_at"`
+	TTL              types.String   `tfsdk:"ttl"`
+	ExpiresAt        types.String   `tfsdk:"expires_at"`
+	EstimatedCostUSD types.Float64  `tfsdk:"estimated_cost_usd"`
+	Timeouts         timeouts.Value `tfsdk:"timeouts"`
 }
 
 var serviceType = types.ObjectType{AttrTypes: map[string]attr.Type{
@@ -53,6 +56,18 @@ func (m *sandboxModel) fromBackend(ctx context.Context, sb *backends.Sandbox, st
 		m.ReadyAt = types.StringValue(sb.ReadyAt.UTC().Format(time.RFC3339))
 	} else {
 		m.ReadyAt = types.StringNull()
+	}
+
+	m.ExpiresAt = types.StringNull()
+	if sb.ExpiresAt != nil {
+		m.ExpiresAt = types.StringValue(sb.ExpiresAt.UTC().Format(time.RFC3339))
+		if m.TTL.IsNull() { // import: the lifetime is what the host records
+			m.TTL = types.StringValue(sb.ExpiresAt.Sub(sb.CreatedAt).String())
+		}
+	}
+	m.EstimatedCostUSD = types.Float64Null()
+	if sb.QuoteUSD > 0 {
+		m.EstimatedCostUSD = types.Float64Value(sb.QuoteUSD)
 	}
 
 	// An empty map from the host keeps a null in state, so a config that

@@ -18,6 +18,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/backends"
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/catalog"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/hosts"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/localdir"
 )
@@ -65,7 +66,8 @@ func (r *SandboxResource) Schema(ctx context.Context, _ resource.SchemaRequest, 
 				// placement rule has filled in an unset host.
 				PlanModifiers: stable,
 				MarkdownDescription: "Host (a `host` block of the provider, or `local`). Default: the provider's `default_host` " +
-					"(env `SANDBOXER_HOST`), else the profile's first placement host, else `local`. Known at plan time."},
+					"(env `SANDBOXER_HOST`), else the profile's first placement host the provider declares, else `local`; " +
+					"metered profiles run on `local`. Known at plan time."},
 			"inputs": schema.MapAttribute{Optional: true, ElementType: types.StringType,
 				PlanModifiers:       []planmodifier.Map{mapplanmodifier.RequiresReplace()},
 				MarkdownDescription: "Inputs the profile declares, e.g. `repo`: a local directory copied into the workspace. Values are never interpreted by a shell."},
@@ -75,7 +77,7 @@ func (r *SandboxResource) Schema(ctx context.Context, _ resource.SchemaRequest, 
 			"labels": schema.MapAttribute{Optional: true, ElementType: types.StringType,
 				MarkdownDescription: "Free-form labels kept in the host record. Changing them updates in place."},
 			"extension": schema.StringAttribute{Computed: true, PlanModifiers: stable,
-				MarkdownDescription: "Extension that serves the profile, e.g. `ext.compose-ssh`. Known at plan time."},
+				MarkdownDescription: "Extension that serves the sandbox, e.g. `ext.compose-ssh`: the profile's, or its fallback when routing chose it. Known at plan time."},
 			"status": schema.StringAttribute{Computed: true,
 				MarkdownDescription: "`ready`, or what refresh found: `stopped`, `degraded` or `missing`. Anything but `ready` plans a replacement."},
 			"workspace_dir": schema.StringAttribute{Computed: true, PlanModifiers: stable,
@@ -90,6 +92,13 @@ func (r *SandboxResource) Schema(ctx context.Context, _ resource.SchemaRequest, 
 				MarkdownDescription: "When provisioning started (RFC 3339)."},
 			"ready_at": schema.StringAttribute{Computed: true, PlanModifiers: stable,
 				MarkdownDescription: "When the sandbox became ready (RFC 3339)."},
+			"ttl": schema.StringAttribute{Optional: true, Computed: true,
+				MarkdownDescription: "Lifetime, a duration such as `90m` or `8h`; default: the profile's `ttl`. Gives `expires_at`; " +
+					"changing it moves the expiry in place (no replacement). Metered profiles are quoted for it."},
+			"expires_at": schema.StringAttribute{Computed: true,
+				MarkdownDescription: "When the sandbox expires: `created_at` + `ttl` (RFC 3339), kept in the host record."},
+			"estimated_cost_usd": schema.Float64Attribute{Computed: true,
+				MarkdownDescription: "Metered profiles: the quote (hourly price × ttl), shown at plan time and held against the credits ledger while the sandbox lives. Null for self-hosted ones."},
 		},
 		Blocks: map[string]schema.Block{
 			"timeouts": timeouts.Block(ctx, timeouts.Opts{Create: true, Read: true, Delete: true}),
@@ -101,9 +110,10 @@ func (r *SandboxResource) Configure(_ context.Context, req resource.ConfigureReq
 	r.data = providerDataFrom(req.ProviderData, &resp.Diagnostics)
 }
 
-// ModifyPlan makes plan-time decisions: the host and extension, input
-// validation (nothing on the host is touched), the repo content hash, and a
-// replacement when refresh found the sandbox not ready.
+// ModifyPlan makes plan-time decisions: the lifetime, routing (extension,
+// host and quoted cost), input validation (nothing on the host is touched),
+// the repo content hash, and a replacement when refresh found the sandbox
+// not ready.
 func (r *SandboxResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
 	if req.Plan.Raw.IsNull() || r.data == nil {
 		return // destroy, or provider not configured yet
@@ -127,26 +137,78 @@ func (r *SandboxResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 		resp.Diagnostics.AddAttributeError(path.Root("profile"), "Unknown Profile", err.Error())
 		return
 	}
-	ext, err := r.data.registry.Extension(profile.Extension)
-	if err != nil {
-		resp.Diagnostics.AddAttributeError(path.Root("profile"), "Unsupported Profile",
-			fmt.Sprintf("profile %s: %v", profile.Name, err))
+	var configHost, configTTL types.String
+	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("host"), &configHost)...)
+	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("ttl"), &configTTL)...)
+	if configHost.IsUnknown() || configTTL.IsUnknown() {
 		return
 	}
-	plan.Extension = types.StringValue(ext.Name())
 
-	var configHost types.String
-	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("host"), &configHost)...)
-	if configHost.IsNull() {
-		plan.Host = types.StringValue(r.chooseHost(profile.Placement))
+	// The lifetime: the ttl argument, else the profile's.
+	ttl := profile.TTLDuration()
+	plan.TTL = stringOrNull(profile.TTL)
+	if !configTTL.IsNull() {
+		if ttl, err = time.ParseDuration(configTTL.ValueString()); err != nil || ttl <= 0 {
+			resp.Diagnostics.AddAttributeError(path.Root("ttl"), "Invalid TTL",
+				fmt.Sprintf("ttl %q is not a positive duration such as 90m or 8h", configTTL.ValueString()))
+			return
+		}
+		plan.TTL = configTTL
 	}
-	if !plan.Host.IsUnknown() {
-		if _, err := r.data.host(plan.Host.ValueString()); err != nil {
-			resp.Diagnostics.AddAttributeError(path.Root("host"), "Unknown Host", err.Error())
+
+	// Extension and host: routed when the sandbox is created; an existing
+	// sandbox keeps what it was created with (a credits change never moves it).
+	if state == nil {
+		var credits *float64
+		if r.data.ledger != nil {
+			avail, err := r.data.ledger.Available()
+			if err != nil {
+				resp.Diagnostics.AddAttributeError(path.Root("profile"), "Unable to Read Credits Ledger", err.Error())
+				return
+			}
+			credits = &avail
+		}
+		route, err := r.data.catalog.Route(profile, catalog.RouteRequest{
+			Host: configHost.ValueString(), DefaultHost: r.data.defaultHost, TTL: ttl, Credits: credits,
+			Declared: func(h string) bool { _, ok := r.data.hosts[h]; return ok },
+		})
+		if err != nil {
+			resp.Diagnostics.AddAttributeError(path.Root("profile"), "Unable to Place Sandbox", err.Error())
+			return
+		}
+		if route.Reason != "" {
+			resp.Diagnostics.AddAttributeWarning(path.Root("profile"), "Sandbox Routed to Fallback", route.Reason)
+		}
+		plan.Extension = types.StringValue(route.Extension)
+		plan.Host = types.StringValue(route.Host)
+		plan.EstimatedCostUSD = types.Float64Null()
+		if route.Metered {
+			plan.EstimatedCostUSD = types.Float64Value(route.QuoteUSD)
+		}
+		plan.ExpiresAt = types.StringUnknown()
+		if ttl == 0 {
+			plan.ExpiresAt = types.StringNull()
+		}
+	} else {
+		plan.Extension, plan.EstimatedCostUSD = state.Extension, state.EstimatedCostUSD
+		if configHost.IsNull() {
+			plan.Host = state.Host
+		}
+		plan.ExpiresAt = types.StringNull()
+		if created, err := time.Parse(time.RFC3339, state.CreatedAt.ValueString()); err == nil && ttl > 0 {
+			plan.ExpiresAt = types.StringValue(created.Add(ttl).UTC().Format(time.RFC3339))
+		}
+		if !plan.Host.Equal(state.Host) {
+			resp.RequiresReplace = append(resp.RequiresReplace, path.Root("host"))
 		}
 	}
-	if state != nil && !plan.Host.Equal(state.Host) {
-		resp.RequiresReplace = append(resp.RequiresReplace, path.Root("host"))
+	if _, err := r.data.host(plan.Host.ValueString()); err != nil {
+		resp.Diagnostics.AddAttributeError(path.Root("host"), "Unknown Host", err.Error())
+	}
+	ext, err := r.data.registry.Extension(plan.Extension.ValueString())
+	if err != nil {
+		resp.Diagnostics.AddAttributeError(path.Root("profile"), "Unsupported Profile", fmt.Sprintf("profile %s: %v", profile.Name, err))
+		return
 	}
 
 	if !plan.Inputs.IsUnknown() && !plan.Env.IsUnknown() {
@@ -197,20 +259,6 @@ func (r *SandboxResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 	resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
 }
 
-// chooseHost applies the placement rule: default host, else the profile's
-// first placement host the provider declares, else local.
-func (r *SandboxResource) chooseHost(placement []string) string {
-	if r.data.defaultHost != "" {
-		return r.data.defaultHost
-	}
-	for _, name := range placement {
-		if _, ok := r.data.hosts[name]; ok {
-			return name
-		}
-	}
-	return LocalHostName
-}
-
 func (r *SandboxResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
 	var plan sandboxModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
@@ -241,7 +289,7 @@ func (r *SandboxResource) Create(ctx context.Context, req resource.CreateRequest
 	ctx = tflog.SetField(ctx, "sandbox_id", id)
 	tflog.Info(ctx, "creating sandbox", map[string]any{"profile": profile.Name})
 
-	sb, err := r.data.registry.Create(ctx, backends.Request{
+	breq := backends.Request{
 		ID:         id,
 		Profile:    profile,
 		Host:       h,
@@ -249,7 +297,15 @@ func (r *SandboxResource) Create(ctx context.Context, req resource.CreateRequest
 		Env:        stringMap(ctx, plan.Env, &resp.Diagnostics),
 		Labels:     stringMap(ctx, plan.Labels, &resp.Diagnostics),
 		SourceHash: plan.SourceHash.ValueString(),
-	})
+		Extension:  plan.Extension.ValueString(),
+	}
+	if ttl := plan.TTL.ValueString(); ttl != "" {
+		breq.TTL, _ = time.ParseDuration(ttl) // validated at plan time
+	}
+	if !plan.EstimatedCostUSD.IsNull() {
+		breq.Metered = &backends.Metering{HourlyPriceUSD: profile.HourlyPriceUSD, QuoteUSD: plan.EstimatedCostUSD.ValueFloat64()}
+	}
+	sb, err := r.data.registry.Create(ctx, breq)
 	if err != nil {
 		detail := fmt.Sprintf("Profile %s on host %q: %v", profile.Name, hostName, err)
 		if !errors.Is(err, backends.ErrCleanupFailed) {
@@ -320,6 +376,15 @@ func (r *SandboxResource) Update(ctx context.Context, req resource.UpdateRequest
 	}
 	labels := stringMap(ctx, plan.Labels, &resp.Diagnostics)
 	if _, err := r.data.registry.SetLabels(ctx, h, plan.ID.ValueString(), labels); err != nil {
+		resp.Diagnostics.AddError("Unable to Update Sandbox", fmt.Sprintf("Sandbox %s on host %q: %v", plan.ID.ValueString(), h.Host(), err))
+		return
+	}
+	// A ttl change moves the expiry the host (and its reaper) acts on.
+	var expires *time.Time
+	if t, err := time.Parse(time.RFC3339, plan.ExpiresAt.ValueString()); err == nil {
+		expires = &t
+	}
+	if _, err := r.data.registry.SetExpiry(ctx, h, plan.ID.ValueString(), expires); err != nil {
 		resp.Diagnostics.AddError("Unable to Update Sandbox", fmt.Sprintf("Sandbox %s on host %q: %v", plan.ID.ValueString(), h.Host(), err))
 		return
 	}

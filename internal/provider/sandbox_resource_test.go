@@ -91,7 +91,7 @@ resource "sandboxer_sandbox" "ws" {
 				ImportState:             true,
 				ImportStateIdFunc:       importID("sandboxer_sandbox.ws"),
 				ImportStateVerify:       true,
-				ImportStateVerifyIgnore: []string{"env", "timeouts"},
+				ImportStateVerifyIgnore: []string{"env", "timeouts", "ttl"},
 			},
 			{
 				// Editing a file in the repo directory shows in the plan.
@@ -172,7 +172,7 @@ resource "sandboxer_sandbox" "stack" {
 				ImportState:             true,
 				ImportStateIdFunc:       importID("sandboxer_sandbox.stack"),
 				ImportStateVerify:       true,
-				ImportStateVerifyIgnore: []string{"env", "timeouts"},
+				ImportStateVerifyIgnore: []string{"env", "timeouts", "ttl"},
 			},
 			{
 				// Stopped out of band: drift, and the plan replaces it.

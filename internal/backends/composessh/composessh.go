@@ -53,8 +53,34 @@ func (e *Extension) Name() string { return Name }
 func ProjectName(id string) string { return "sbx-" + id }
 
 func (e *Extension) Validate(p *catalog.Profile, inputs map[string]string) error {
+	if canaryImage(p, inputs) != "" {
+		return nil
+	}
 	_, err := composeFile(inputs)
 	return err
+}
+
+// canaryImage is the profile's `image` setting when the sandbox brings no
+// repo: the stack is then one generated service running that image.
+func canaryImage(p *catalog.Profile, inputs map[string]string) string {
+	if inputs["repo"] != "" || p == nil {
+		return ""
+	}
+	return p.Settings["image"]
+}
+
+// canaryCompose is the generated stack: one long-running service with a
+// healthcheck, so readiness is a real round trip through the engine.
+func canaryCompose(image string) []byte {
+	return []byte(fmt.Sprintf(`services:
+  canary:
+    image: %q
+    command: ["sh", "-c", "trap 'exit 0' TERM; while true; do sleep 1; done"]
+    healthcheck:
+      test: ["CMD", "true"]
+      interval: 1s
+      retries: 3
+`, image))
 }
 
 // composeFile checks the repo input and finds the compose file in it.
@@ -146,8 +172,9 @@ func inWorkspace(sb *backends.Sandbox, compose []string, args ...string) string 
 func (e *Extension) Provision(ctx context.Context, req backends.Request) (*backends.Sandbox, error) {
 	// A restore without a repo finds its compose file in the restored workspace.
 	fromSnapshot := req.Fill != nil && req.Inputs["repo"] == ""
-	var file string
-	if !fromSnapshot {
+	canary := canaryImage(req.Profile, req.Inputs)
+	file := "compose.yaml"
+	if !fromSnapshot && canary == "" {
 		var err error
 		if file, err = composeFile(req.Inputs); err != nil {
 			return nil, err
@@ -177,6 +204,11 @@ func (e *Extension) Provision(ctx context.Context, req backends.Request) (*backe
 	}
 	if err := backends.PopulateWorkspace(ctx, req, ws); err != nil {
 		return fail(err)
+	}
+	if canary != "" && !fromSnapshot {
+		if err := hosts.WriteFile(ctx, req.Host, ws+"/"+file, canaryCompose(canary), 0o644); err != nil {
+			return fail(err)
+		}
 	}
 	if fromSnapshot {
 		if sb.ComposeFile, err = findComposeFile(ctx, req.Host, ws, req.Inputs["compose_file"]); err != nil {

@@ -1,0 +1,80 @@
+package catalog
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/metering"
+)
+
+// LocalHost is the built-in host; metered (SaaS) sandboxes are served there.
+const LocalHost = "local"
+
+// RouteRequest is what routing knows at plan time.
+type RouteRequest struct {
+	Host        string            // the sandbox's host argument, "" when unset
+	DefaultHost string            // the provider's default_host / SANDBOXER_HOST
+	Declared    func(string) bool // whether the provider declares a host
+	TTL         time.Duration     // the sandbox's lifetime, for a quote
+	Credits     *float64          // available credits; nil without a ledger
+}
+
+// Route is the decision: which extension serves the sandbox, on which host,
+// and at what quoted cost. Reason explains a fallback.
+type Route struct {
+	Extension string
+	Host      string
+	Metered   bool
+	QuoteUSD  float64
+	Reason    string
+}
+
+// Route decides how a profile is served. A self-hosted profile runs on the
+// host argument, else the default host, else its first declared placement
+// host, else local. A metered profile runs on local when the credits cover
+// its quote (hourly price × ttl); otherwise it falls back to the profile's
+// fallback extension (placed as a self-hosted profile), or is refused.
+func (c *Catalog) Route(p *Profile, req RouteRequest) (Route, error) {
+	decl, err := c.Extension(p.Extension)
+	if err != nil {
+		return Route{}, err
+	}
+	if decl.Kind != "metered" {
+		return Route{Extension: p.Extension, Host: place(p, req)}, nil
+	}
+	quote := metering.Quote(p.HourlyPriceUSD, req.TTL)
+	fallback := func(why string) (Route, error) {
+		if p.Fallback == "" {
+			return Route{}, fmt.Errorf("profile %s: %s, and the profile has no fallback", p.Name, why)
+		}
+		host := place(p, req)
+		return Route{Extension: p.Fallback, Host: host,
+			Reason: fmt.Sprintf("profile %s: %s; routed to the fallback %s on host %q", p.Name, why, p.Fallback, host)}, nil
+	}
+	switch {
+	case req.Host != "" && req.Host != LocalHost:
+		return fallback(fmt.Sprintf("%s serves only the local host, and host %q was asked for", p.Extension, req.Host))
+	case req.Credits == nil:
+		return Route{}, fmt.Errorf("profile %s is metered (%s): set credits_file in the provider block", p.Name, p.Extension)
+	case *req.Credits < quote:
+		return fallback(fmt.Sprintf("credits are short: %.2f USD available, %.2f USD quoted (%.2f USD/h for %s)",
+			*req.Credits, quote, p.HourlyPriceUSD, req.TTL))
+	}
+	return Route{Extension: p.Extension, Host: LocalHost, Metered: true, QuoteUSD: quote}, nil
+}
+
+// place applies the placement rule for self-hosted extensions.
+func place(p *Profile, req RouteRequest) string {
+	if req.Host != "" {
+		return req.Host
+	}
+	if req.DefaultHost != "" {
+		return req.DefaultHost
+	}
+	for _, h := range p.Placement {
+		if req.Declared != nil && req.Declared(h) {
+			return h
+		}
+	}
+	return LocalHost
+}
