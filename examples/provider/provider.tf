@@ -13,6 +13,18 @@ provider "sandboxer" {
   # Used by sandboxes that set no `host` (env SANDBOXER_HOST).
   default_host = "build-1"
 
+  # More profiles (profile.<name>.yaml) and extension declarations
+  # (ext.<name>.yaml); a file named like a built-in replaces it. A broken
+  # file fails the plan, naming the file and the field.
+  profiles_dir = abspath("${path.module}/profiles")
+
+  # The credits ledger of metered profiles (profile.saas-stub,
+  # profile.burst-sandbox), created once with
+  #   echo '{"balance_usd": 25}' > credits.json
+  # Metered sandboxes are quoted against it at plan time, hold their quote
+  # while they live and are debited for their measured lifetime on destroy.
+  credits_file = abspath("${path.module}/credits.json")
+
   host {
     name    = "build-1"
     address = "build-1.example.internal:22"

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/agent"
@@ -21,6 +22,8 @@ type Registry struct {
 	Agent *agent.Client
 	// Ledger charges metered sandboxes; nil when no credits_file is set.
 	Ledger *metering.Ledger
+
+	reapers sync.Map // host name -> struct{}: reaper installed by this process
 }
 
 // NewRegistry returns a registry of the given extensions.
@@ -83,6 +86,14 @@ func (r *Registry) Create(ctx context.Context, req Request) (*Sandbox, error) {
 }
 
 func (r *Registry) create(ctx context.Context, ext Extension, req Request) (*Sandbox, error) {
+	if req.Host.Reaper {
+		if _, done := r.reapers.Load(req.Host.Host()); !done {
+			if err := InstallReaper(ctx, req.Host); err != nil {
+				return nil, err
+			}
+			r.reapers.Store(req.Host.Host(), struct{}{})
+		}
+	}
 	// A restore brings its own content; inputs are checked only when given.
 	if req.Fill == nil || len(req.Inputs) > 0 {
 		if err := ext.Validate(req.Profile, req.Inputs); err != nil {

@@ -19,6 +19,8 @@ type Host struct {
 	// RootDir is absolute, or relative to the SSH user's home directory.
 	RootDir string
 	Local   bool
+	// Reaper: the host-side TTL reaper is installed on first use.
+	Reaper bool
 }
 
 // DefaultLocalRootDir is where sandboxes live on the built-in host "local".

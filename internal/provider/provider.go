@@ -10,12 +10,14 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/provider"
 	"github.com/hashicorp/terraform-plugin-framework/provider/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/backends"
@@ -23,6 +25,7 @@ import (
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/backends/saasstub"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/backends/vmattach"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/catalog"
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/events"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/hosts"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/metering"
 )
@@ -48,6 +51,9 @@ type providerModel struct {
 	ComposeCommand types.String `tfsdk:"compose_command"`
 	ProfilesDir    types.String `tfsdk:"profiles_dir"`
 	CreditsFile    types.String `tfsdk:"credits_file"`
+	EventsURL      types.String `tfsdk:"events_url"`
+	EventsSecret   types.String `tfsdk:"events_secret"`
+	Actor          types.String `tfsdk:"actor"`
 	Hosts          []hostModel  `tfsdk:"host"`
 }
 
@@ -55,6 +61,7 @@ type hostModel struct {
 	Name    types.String `tfsdk:"name"`
 	Local   types.Bool   `tfsdk:"local"`
 	RootDir types.String `tfsdk:"root_dir"`
+	Reaper  types.Bool   `tfsdk:"reaper"`
 	sshModel
 	Bastion *sshModel `tfsdk:"bastion"`
 }
@@ -78,6 +85,15 @@ type providerData struct {
 	catalog     *catalog.Catalog
 	registry    *backends.Registry
 	ledger      *metering.Ledger // nil without credits_file
+	events      *events.Sender   // nil without events_url
+}
+
+// emit sends a lifecycle event; an event that cannot be delivered is a
+// warning, never a failure.
+func (d *providerData) emit(ctx context.Context, diags *diag.Diagnostics, e events.Event) {
+	if err := d.events.Send(ctx, e); err != nil {
+		diags.AddWarning("Lifecycle Event Not Delivered", err.Error())
+	}
 }
 
 // providerDataFrom is the checked type assertion of every resource's and
@@ -138,6 +154,10 @@ func (p *SandboxerProvider) Schema(_ context.Context, _ provider.SchemaRequest, 
 		MarkdownDescription: "Name sandboxes use in their `host` argument."}
 	hostAttrs["local"] = schema.BoolAttribute{Optional: true,
 		MarkdownDescription: "Run on the machine running Terraform, without SSH."}
+	hostAttrs["reaper"] = schema.BoolAttribute{Optional: true,
+		MarkdownDescription: "Install the host-side TTL reaper (a POSIX sh script under `root_dir/.sandboxer/bin`, plus a " +
+			"crontab entry running it every minute where the host has cron) when a sandbox is first created there. It tears down " +
+			"sandboxes whose `expires_at` has passed with nobody running Terraform, and touches nothing without a sandbox record."}
 	hostAttrs["root_dir"] = schema.StringAttribute{Optional: true,
 		MarkdownDescription: "Directory on the host under which sandboxes, their records and the checkpoint store live. " +
 			"Default `~/.local/share/sandboxer` for local hosts and `sandboxer` (in the SSH user's home) for SSH hosts."}
@@ -153,6 +173,15 @@ func (p *SandboxerProvider) Schema(_ context.Context, _ provider.SchemaRequest, 
 			"credits_file": schema.StringAttribute{Optional: true,
 				MarkdownDescription: "JSON credits ledger for metered profiles, e.g. `{\"balance_usd\": 25}`. Metered sandboxes are quoted " +
 					"against it at plan time, hold their quote while they live and are debited for their measured lifetime on destroy."},
+			"events_url": schema.StringAttribute{Optional: true,
+				MarkdownDescription: "URL that receives a JSON POST for each lifecycle event (`sandbox.created`, `sandbox.ready`, " +
+					"`sandbox.destroyed`, `snapshot.created`, `snapshot.deleted`, `restore.completed`). Delivery is retried within " +
+					"5 seconds; an event that cannot be delivered is a warning."},
+			"events_secret": schema.StringAttribute{Optional: true, Sensitive: true,
+				MarkdownDescription: "Key of the `X-Sandboxer-Signature: sha256=<hex HMAC-SHA256 of the body>` header on events."},
+			"actor": schema.StringAttribute{Optional: true,
+				Validators:          []validator.String{stringvalidator.OneOf(events.Actors...)},
+				MarkdownDescription: "Actor type stamped on events: `adm` (an administrator), `agt` (an agent) or `atm` (automation, the default)."},
 			"compose_command": schema.StringAttribute{Optional: true,
 				MarkdownDescription: "Compose command on the hosts, e.g. `docker compose`, `docker-compose` or `podman-compose`. " +
 					"Env `SANDBOXER_COMPOSE_CMD`. Default: detected per host (`docker compose`, then `docker-compose`, then `podman-compose`)."},
@@ -192,6 +221,7 @@ func (p *SandboxerProvider) Configure(ctx context.Context, req provider.Configur
 		catalog:     cat,
 		registry:    backends.NewRegistry(composessh.New(composeCmd), vmattach.New(), saasstub.New()),
 	}
+	data.events = events.New(cfg.EventsURL.ValueString(), cfg.EventsSecret.ValueString(), cfg.Actor.ValueString())
 	if f := cfg.CreditsFile.ValueString(); f != "" {
 		if data.ledger, err = metering.Open(f); err != nil {
 			resp.Diagnostics.AddAttributeError(path.Root("credits_file"), "Unable to Open Credits Ledger", err.Error())
@@ -232,6 +262,15 @@ func localHost(name, rootDir string) *hosts.Host {
 }
 
 func buildHost(hm hostModel) (*hosts.Host, error) {
+	h, err := buildTransport(hm)
+	if err != nil {
+		return nil, err
+	}
+	h.Reaper = hm.Reaper.ValueBool()
+	return h, nil
+}
+
+func buildTransport(hm hostModel) (*hosts.Host, error) {
 	name := hm.Name.ValueString()
 	if hm.Local.ValueBool() {
 		if hm.Address.ValueString() != "" || hm.Bastion != nil {
@@ -298,5 +337,5 @@ func (p *SandboxerProvider) Resources(_ context.Context) []func() resource.Resou
 }
 
 func (p *SandboxerProvider) DataSources(_ context.Context) []func() datasource.DataSource {
-	return []func() datasource.DataSource{NewProfileDataSource, NewSnapshotsDataSource, NewSnapshotDiffDataSource}
+	return []func() datasource.DataSource{NewProfileDataSource, NewHostInventoryDataSource, NewSnapshotsDataSource, NewSnapshotDiffDataSource}
 }

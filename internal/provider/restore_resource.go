@@ -23,6 +23,7 @@ import (
 
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/backends"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/checkpoint"
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/events"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/hosts"
 )
 
@@ -207,6 +208,8 @@ func (r *RestoreResource) Create(ctx context.Context, req resource.CreateRequest
 	plan.WorkspaceDir = types.StringValue(sb.WorkspaceDir)
 	plan.FilesRestored = types.Int64Value(int64(res.FilesRestored))
 	plan.RestoredAt = types.StringValue(r.data.registry.Now().Format(time.RFC3339))
+	r.data.emit(ctx, &resp.Diagnostics, events.Event{Event: events.RestoreCompleted, SnapshotID: snapshotID,
+		SandboxID: sb.ID, Host: sb.Host, Profile: sb.Profile})
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
 }
 

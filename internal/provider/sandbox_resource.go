@@ -19,6 +19,7 @@ import (
 
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/backends"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/catalog"
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/events"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/hosts"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/localdir"
 )
@@ -315,6 +316,11 @@ func (r *SandboxResource) Create(ctx context.Context, req resource.CreateRequest
 		return
 	}
 	tflog.Info(ctx, "sandbox ready")
+	ev := events.Event{SandboxID: sb.ID, Host: hostName, Profile: profile.Name}
+	ev.Event, ev.Timestamp = events.SandboxCreated, sb.CreatedAt
+	r.data.emit(ctx, &resp.Diagnostics, ev)
+	ev.Event, ev.Timestamp = events.SandboxReady, *sb.ReadyAt
+	r.data.emit(ctx, &resp.Diagnostics, ev)
 	r.readBack(ctx, h, sb.ID, &plan, &resp.Diagnostics)
 	if resp.Diagnostics.HasError() {
 		return
@@ -415,7 +421,10 @@ func (r *SandboxResource) Delete(ctx context.Context, req resource.DeleteRequest
 	}
 	if err := r.data.registry.Destroy(ctx, h, state.ID.ValueString()); err != nil {
 		resp.Diagnostics.AddError("Unable to Delete Sandbox", fmt.Sprintf("Sandbox %s on host %q: %v", state.ID.ValueString(), h.Host(), err))
+		return
 	}
+	r.data.emit(ctx, &resp.Diagnostics, events.Event{Event: events.SandboxDestroyed, SandboxID: state.ID.ValueString(),
+		Host: h.Host(), Profile: state.Profile.ValueString()})
 }
 
 // ImportState takes HOST/ID.

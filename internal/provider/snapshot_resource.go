@@ -27,6 +27,7 @@ import (
 
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/backends"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/checkpoint"
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/events"
 )
 
 var (
@@ -225,6 +226,8 @@ func (r *SnapshotResource) Create(ctx context.Context, req resource.CreateReques
 	tflog.Info(ctx, "snapshot created", map[string]any{"host": host, "size_bytes": summary.SizeBytes, "stored_bytes": summary.StoredBytes})
 	plan.Host = types.StringValue(host)
 	plan.fromSummary(ctx, summary, &resp.Diagnostics)
+	r.data.emit(ctx, &resp.Diagnostics, events.Event{Event: events.SnapshotCreated, SnapshotID: summary.ID,
+		SandboxID: summary.SandboxID, Host: host, Profile: summary.Profile})
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
 }
 
@@ -332,7 +335,10 @@ func (r *SnapshotResource) Delete(ctx context.Context, req resource.DeleteReques
 	}
 	if err := r.data.registry.Agent.Delete(ctx, h, state.ID.ValueString()); err != nil {
 		resp.Diagnostics.AddError("Unable to Delete Snapshot", fmt.Sprintf("Snapshot %s on host %q: %v", state.ID.ValueString(), h.Host(), err))
+		return
 	}
+	r.data.emit(ctx, &resp.Diagnostics, events.Event{Event: events.SnapshotDeleted, SnapshotID: state.ID.ValueString(),
+		SandboxID: state.SandboxID.ValueString(), Host: h.Host()})
 }
 
 // ImportState takes HOST/SNAPSHOT_ID.

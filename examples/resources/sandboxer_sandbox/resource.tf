@@ -21,6 +21,10 @@ resource "sandboxer_sandbox" "e2e" {
     ci   = "nightly"
   }
 
+  # Lifetime: gives expires_at (created_at + ttl). The profile's default is
+  # 2h; changing ttl later moves expires_at in place.
+  ttl = "4h"
+
   timeouts {
     create = "20m" # first start may build images
     delete = "10m"
@@ -44,6 +48,15 @@ resource "sandboxer_sandbox" "scratch" {
   timeouts {
     create = "2m"
   }
+}
+
+# A metered sandbox (needs credits_file in the provider block). The plan
+# shows estimated_cost_usd = 0.50 USD/h x 90m = 0.75 USD and fails if the
+# credits ledger cannot cover it; the quote is held while the sandbox lives
+# and the measured lifetime is debited on destroy. It always runs on "local".
+resource "sandboxer_sandbox" "metered" {
+  profile = "profile.saas-stub"
+  ttl     = "90m"
 }
 
 variable "api_token" {

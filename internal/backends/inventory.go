@@ -1,0 +1,160 @@
+package backends
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/catalog"
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/hosts"
+)
+
+// HostFacts is what a host says about itself, gathered in one command.
+// Numbers a host cannot tell (no /proc, no docker) stay zero or empty.
+type HostFacts struct {
+	OS, Arch, Kernel              string
+	CPUCount                      int
+	MemoryTotal, MemoryAvailable  int64 // bytes
+	DiskTotal, DiskFree           int64 // bytes, of the filesystem holding root_dir
+	Load1, Load5, Load15          float64
+	DockerVersion, ComposeVersion string
+	StoreBytes                    int64
+	StoreSnapshots                int
+}
+
+// SandboxInfo is one sandbox found on a host.
+type SandboxInfo struct {
+	Sandbox *Sandbox
+	Status  Status
+	Expired bool
+	// Stale: expired, or half-dead — a workspace without its services, or
+	// services without their workspace.
+	Stale bool
+}
+
+// factsScript prints key=value lines; root is quoted by the caller.
+const factsScript = `root=%[1]s
+echo "uname=$(uname -s)|$(uname -m)|$(uname -r)"
+echo "nproc=$(nproc 2>/dev/null || getconf _NPROCESSORS_ONLN 2>/dev/null)"
+if [ -r /proc/meminfo ]; then awk '/^MemTotal:/{print "memtotal="$2} /^MemAvailable:/{print "memavail="$2}' /proc/meminfo; fi
+d=$root; while [ ! -d "$d" ]; do d=$(dirname -- "$d"); done
+df -Pk -- "$d" | awk 'NR==2{print "disk="$2"|"$4}'
+if [ -r /proc/loadavg ]; then echo "load=$(cut -d' ' -f1-3 /proc/loadavg)"; fi
+echo "docker=$(docker version --format '{{.Server.Version}}' 2>/dev/null)"
+echo "compose=$( (docker compose version --short 2>/dev/null || docker-compose version --short 2>/dev/null) | head -n 1)"
+echo "store=$(du -sk -- "$root/.sandboxer/store" 2>/dev/null | cut -f1)|$(ls -- "$root/.sandboxer/store/snapshots" 2>/dev/null | grep -c '\.json$')"
+`
+
+// Facts gathers a host's facts.
+func (r *Registry) Facts(ctx context.Context, h *hosts.Host) (HostFacts, error) {
+	out, err := hosts.Output(ctx, h, fmt.Sprintf(factsScript, hosts.Quote(h.RootDir)))
+	if err != nil {
+		return HostFacts{}, err
+	}
+	return parseFacts(string(out)), nil
+}
+
+func parseFacts(out string) HostFacts {
+	var f HostFacts
+	num := func(s string) int64 { n, _ := strconv.ParseInt(strings.TrimSpace(s), 10, 64); return n }
+	for _, line := range strings.Split(out, "\n") {
+		k, v, ok := strings.Cut(line, "=")
+		if !ok {
+			continue
+		}
+		parts := strings.Split(v, "|")
+		switch k {
+		case "uname":
+			if len(parts) == 3 {
+				f.OS, f.Arch, f.Kernel = strings.ToLower(parts[0]), parts[1], parts[2]
+			}
+		case "nproc":
+			f.CPUCount = int(num(v))
+		case "memtotal":
+			f.MemoryTotal = num(v) * 1024
+		case "memavail":
+			f.MemoryAvailable = num(v) * 1024
+		case "disk":
+			if len(parts) == 2 {
+				f.DiskTotal, f.DiskFree = num(parts[0])*1024, num(parts[1])*1024
+			}
+		case "load":
+			l := strings.Fields(v)
+			if len(l) == 3 {
+				f.Load1, _ = strconv.ParseFloat(l[0], 64)
+				f.Load5, _ = strconv.ParseFloat(l[1], 64)
+				f.Load15, _ = strconv.ParseFloat(l[2], 64)
+			}
+		case "docker":
+			f.DockerVersion = strings.TrimSpace(v)
+		case "compose":
+			f.ComposeVersion = strings.TrimPrefix(strings.TrimSpace(v), "v")
+		case "store":
+			if len(parts) == 2 {
+				f.StoreBytes, f.StoreSnapshots = num(parts[0])*1024, int(num(parts[1]))
+			}
+		}
+	}
+	return f
+}
+
+// Sandboxes lists every sandbox recorded on a host with its live status.
+func (r *Registry) Sandboxes(ctx context.Context, h *hosts.Host) ([]SandboxInfo, error) {
+	out, err := hosts.Output(ctx, h, fmt.Sprintf(`for f in %s/*.json; do if [ -f "$f" ]; then cat -- "$f"; fi; done`,
+		hosts.Quote(h.Path(".sandboxer", "sandboxes"))))
+	if err != nil {
+		return nil, err
+	}
+	now := r.now()
+	var list []SandboxInfo
+	dec := json.NewDecoder(bytes.NewReader(out))
+	for {
+		var sb Sandbox
+		if err := dec.Decode(&sb); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			return nil, fmt.Errorf("host %q: a sandbox record is corrupt: %w", h.Host(), err)
+		}
+		info := SandboxInfo{Sandbox: &sb, Expired: sb.ExpiresAt != nil && now.After(*sb.ExpiresAt)}
+		ext, err := r.Extension(sb.Extension)
+		if err != nil {
+			info.Status = Status{State: "unknown"}
+		} else if info.Status, err = ext.Inspect(ctx, h, &sb); err != nil {
+			return nil, err
+		}
+		info.Stale = info.Expired || info.Status.State == StatusMissing || info.Status.State == StatusStopped
+		list = append(list, info)
+	}
+	return list, nil
+}
+
+// CanaryResult is one canary run.
+type CanaryResult struct {
+	OK      bool
+	ReadyMs int64 // create → ready
+	Total   time.Duration
+	Err     error
+}
+
+// Canary deploys the canary profile on h, times create → ready, and tears
+// it down. Whatever happens, nothing of the canary remains: a failed create
+// cleans up after itself, and the teardown's own failure is the result.
+func (r *Registry) Canary(ctx context.Context, h *hosts.Host, p *catalog.Profile) CanaryResult {
+	start := r.now()
+	sb, err := r.Create(ctx, Request{ID: NewID(), Profile: p, Host: h, Labels: map[string]string{"purpose": "canary"}})
+	if err != nil {
+		return CanaryResult{Err: err, Total: r.now().Sub(start)}
+	}
+	res := CanaryResult{OK: true, ReadyMs: sb.ReadyAt.Sub(start).Milliseconds()}
+	if err := r.Destroy(context.WithoutCancel(ctx), h, sb.ID); err != nil {
+		res.OK, res.Err = false, fmt.Errorf("the canary became ready but its teardown failed: %w", err)
+	}
+	res.Total = r.now().Sub(start)
+	return res
+}

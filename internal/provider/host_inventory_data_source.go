@@ -1,0 +1,217 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/datasource"
+	"github.com/hashicorp/terraform-plugin-framework/datasource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+)
+
+var (
+	_ datasource.DataSource              = &HostInventoryDataSource{}
+	_ datasource.DataSourceWithConfigure = &HostInventoryDataSource{}
+)
+
+// canaryProfile is the profile a canary run deploys.
+const canaryProfile = "profile.sandbox-canary"
+
+// NewHostInventoryDataSource is the data source constructor.
+func NewHostInventoryDataSource() datasource.DataSource { return &HostInventoryDataSource{} }
+
+// HostInventoryDataSource is sandboxer_host_inventory.
+type HostInventoryDataSource struct {
+	data *providerData
+}
+
+type hostInventoryModel struct {
+	Host              types.String  `tfsdk:"host"`
+	RunCanary         types.Bool    `tfsdk:"run_canary"`
+	AllowUnreachable  types.Bool    `tfsdk:"allow_unreachable"`
+	Reachable         types.Bool    `tfsdk:"reachable"`
+	UnreachableReason types.String  `tfsdk:"unreachable_reason"`
+	OS                types.String  `tfsdk:"os"`
+	Arch              types.String  `tfsdk:"arch"`
+	Kernel            types.String  `tfsdk:"kernel"`
+	CPUCount          types.Int64   `tfsdk:"cpu_count"`
+	MemoryTotal       types.Int64   `tfsdk:"memory_total_bytes"`
+	MemoryAvailable   types.Int64   `tfsdk:"memory_available_bytes"`
+	DiskTotal         types.Int64   `tfsdk:"disk_total_bytes"`
+	DiskFree          types.Int64   `tfsdk:"disk_free_bytes"`
+	Load1             types.Float64 `tfsdk:"load_1"`
+	Load5             types.Float64 `tfsdk:"load_5"`
+	Load15            types.Float64 `tfsdk:"load_15"`
+	DockerVersion     types.String  `tfsdk:"docker_version"`
+	ComposeVersion    types.String  `tfsdk:"compose_version"`
+	Sandboxes         types.List    `tfsdk:"sandboxes"`
+	StaleSandboxIDs   types.List    `tfsdk:"stale_sandbox_ids"`
+	StoreBytes        types.Int64   `tfsdk:"store_bytes"`
+	StoreSnapshots    types.Int64   `tfsdk:"store_snapshot_count"`
+	CanaryOK          types.Bool    `tfsdk:"canary_ok"`
+	CanaryReadyMs     types.Int64   `tfsdk:"canary_ready_ms"`
+	CanaryError       types.String  `tfsdk:"canary_error"`
+}
+
+var inventorySandboxType = types.ObjectType{AttrTypes: map[string]attr.Type{
+	"id": types.StringType, "profile": types.StringType, "extension": types.StringType, "status": types.StringType,
+	"created_at": types.StringType, "expires_at": types.StringType, "expired": types.BoolType, "stale": types.BoolType,
+}}
+
+func (d *HostInventoryDataSource) Metadata(_ context.Context, req datasource.MetadataRequest, resp *datasource.MetadataResponse) {
+	resp.TypeName = req.ProviderTypeName + "_host_inventory"
+}
+
+func (d *HostInventoryDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, resp *datasource.SchemaResponse) {
+	str := func(desc string) schema.StringAttribute {
+		return schema.StringAttribute{Computed: true, MarkdownDescription: desc}
+	}
+	i64 := func(desc string) schema.Int64Attribute {
+		return schema.Int64Attribute{Computed: true, MarkdownDescription: desc}
+	}
+	f64 := func(desc string) schema.Float64Attribute {
+		return schema.Float64Attribute{Computed: true, MarkdownDescription: desc}
+	}
+	resp.Schema = schema.Schema{
+		MarkdownDescription: "What runs where: a host's facts, its sandboxes (from the records they leave on it) with their live " +
+			"status, the stale ones, checkpoint store usage, and optionally a canary run that proves the host can create, " +
+			"ready and tear down a compose stack.",
+		Attributes: map[string]schema.Attribute{
+			"host": schema.StringAttribute{Optional: true, Computed: true,
+				MarkdownDescription: "Host to inspect. Default: the provider's default host, else `local`."},
+			"run_canary": schema.BoolAttribute{Optional: true,
+				MarkdownDescription: "Deploy `profile.sandbox-canary` on the host, time create → ready, and tear it down. Nothing of it remains, whatever happens."},
+			"allow_unreachable": schema.BoolAttribute{Optional: true,
+				MarkdownDescription: "An unreachable host gives `reachable = false` and `unreachable_reason` instead of failing the plan."},
+			"reachable":              schema.BoolAttribute{Computed: true, MarkdownDescription: "Whether the host answered."},
+			"unreachable_reason":     str("Why it did not, when it did not."),
+			"os":                     str("Operating system (`uname -s`, lower case)."),
+			"arch":                   str("Machine architecture (`uname -m`)."),
+			"kernel":                 str("Kernel release (`uname -r`)."),
+			"cpu_count":              i64("Online CPUs (`nproc`)."),
+			"memory_total_bytes":     i64("Total memory."),
+			"memory_available_bytes": i64("Available memory."),
+			"disk_total_bytes":       i64("Size of the filesystem holding `root_dir`."),
+			"disk_free_bytes":        i64("Free space there (for unprivileged users, as `df` reports)."),
+			"load_1":                 f64("Load average over 1 minute."),
+			"load_5":                 f64("Load average over 5 minutes."),
+			"load_15":                f64("Load average over 15 minutes."),
+			"docker_version":         str("Docker engine version (empty without docker)."),
+			"compose_version":        str("Compose version (empty without compose)."),
+			"sandboxes": schema.ListAttribute{Computed: true, ElementType: inventorySandboxType,
+				MarkdownDescription: "Sandboxes recorded on the host: `id`, `profile`, `extension`, `status`, `created_at`, `expires_at`, `expired`, `stale`."},
+			"stale_sandbox_ids": schema.ListAttribute{Computed: true, ElementType: types.StringType,
+				MarkdownDescription: "Expired sandboxes, and half-dead ones: a workspace without its services, or services without their workspace."},
+			"store_bytes":          i64("Size of the host's checkpoint store."),
+			"store_snapshot_count": i64("Snapshots in it."),
+			"canary_ok":            schema.BoolAttribute{Computed: true, MarkdownDescription: "Canary result (null without `run_canary`)."},
+			"canary_ready_ms":      i64("Canary create → ready, in milliseconds."),
+			"canary_error":         str("Why the canary failed, when it did."),
+		},
+	}
+}
+
+func (d *HostInventoryDataSource) Configure(_ context.Context, req datasource.ConfigureRequest, resp *datasource.ConfigureResponse) {
+	d.data = providerDataFrom(req.ProviderData, &resp.Diagnostics)
+}
+
+func (d *HostInventoryDataSource) Read(ctx context.Context, req datasource.ReadRequest, resp *datasource.ReadResponse) {
+	var m hostInventoryModel
+	resp.Diagnostics.Append(req.Config.Get(ctx, &m)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	name := m.Host.ValueString()
+	if name == "" {
+		name = d.data.defaultHost
+	}
+	if name == "" {
+		name = LocalHostName
+	}
+	h, err := d.data.host(name)
+	if err != nil {
+		resp.Diagnostics.AddAttributeError(path.Root("host"), "Unknown Host", err.Error())
+		return
+	}
+	m.Host = types.StringValue(name)
+	m.blank()
+
+	facts, err := d.data.registry.Facts(ctx, h)
+	if err != nil {
+		if !m.AllowUnreachable.ValueBool() {
+			resp.Diagnostics.AddError("Unable to Inventory Host", fmt.Sprintf("Host %q: %v", name, err))
+			return
+		}
+		m.Reachable, m.UnreachableReason = types.BoolValue(false), types.StringValue(err.Error())
+		resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+		return
+	}
+	m.Reachable, m.UnreachableReason = types.BoolValue(true), types.StringValue("")
+	m.OS, m.Arch, m.Kernel = types.StringValue(facts.OS), types.StringValue(facts.Arch), types.StringValue(facts.Kernel)
+	m.CPUCount = types.Int64Value(int64(facts.CPUCount))
+	m.MemoryTotal, m.MemoryAvailable = types.Int64Value(facts.MemoryTotal), types.Int64Value(facts.MemoryAvailable)
+	m.DiskTotal, m.DiskFree = types.Int64Value(facts.DiskTotal), types.Int64Value(facts.DiskFree)
+	m.Load1, m.Load5, m.Load15 = types.Float64Value(facts.Load1), types.Float64Value(facts.Load5), types.Float64Value(facts.Load15)
+	m.DockerVersion, m.ComposeVersion = types.StringValue(facts.DockerVersion), types.StringValue(facts.ComposeVersion)
+	m.StoreBytes, m.StoreSnapshots = types.Int64Value(facts.StoreBytes), types.Int64Value(int64(facts.StoreSnapshots))
+
+	list, err := d.data.registry.Sandboxes(ctx, h)
+	if err != nil {
+		resp.Diagnostics.AddError("Unable to Inventory Host", fmt.Sprintf("Host %q: %v", name, err))
+		return
+	}
+	items := []attr.Value{}
+	stale := []string{}
+	for _, s := range list {
+		expires := ""
+		if s.Sandbox.ExpiresAt != nil {
+			expires = s.Sandbox.ExpiresAt.UTC().Format(time.RFC3339)
+		}
+		items = append(items, types.ObjectValueMust(inventorySandboxType.AttrTypes, map[string]attr.Value{
+			"id": types.StringValue(s.Sandbox.ID), "profile": types.StringValue(s.Sandbox.Profile),
+			"extension": types.StringValue(s.Sandbox.Extension), "status": types.StringValue(s.Status.State),
+			"created_at": types.StringValue(s.Sandbox.CreatedAt.UTC().Format(time.RFC3339)),
+			"expires_at": types.StringValue(expires), "expired": types.BoolValue(s.Expired), "stale": types.BoolValue(s.Stale),
+		}))
+		if s.Stale {
+			stale = append(stale, s.Sandbox.ID)
+		}
+	}
+	m.Sandboxes = types.ListValueMust(inventorySandboxType, items)
+	v, diags := types.ListValueFrom(ctx, types.StringType, stale)
+	resp.Diagnostics.Append(diags...)
+	m.StaleSandboxIDs = v
+
+	if m.RunCanary.ValueBool() {
+		p, err := d.data.catalog.Get(canaryProfile)
+		if err != nil {
+			resp.Diagnostics.AddError("Unable to Run Canary", err.Error())
+			return
+		}
+		res := d.data.registry.Canary(ctx, h, p)
+		m.CanaryOK = types.BoolValue(res.OK)
+		m.CanaryReadyMs = types.Int64Value(res.ReadyMs)
+		if res.Err != nil {
+			m.CanaryError = types.StringValue(res.Err.Error())
+		}
+	}
+	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+}
+
+// blank gives every computed attribute a known empty value, so an
+// unreachable host still yields a complete (if empty) inventory.
+func (m *hostInventoryModel) blank() {
+	for _, s := range []*types.String{&m.UnreachableReason, &m.OS, &m.Arch, &m.Kernel, &m.DockerVersion, &m.ComposeVersion, &m.CanaryError} {
+		*s = types.StringValue("")
+	}
+	for _, n := range []*types.Int64{&m.CPUCount, &m.MemoryTotal, &m.MemoryAvailable, &m.DiskTotal, &m.DiskFree, &m.StoreBytes, &m.StoreSnapshots, &m.CanaryReadyMs} {
+		*n = types.Int64Value(0)
+	}
+	m.Load1, m.Load5, m.Load15 = types.Float64Value(0), types.Float64Value(0), types.Float64Value(0)
+	m.Sandboxes = types.ListValueMust(inventorySandboxType, []attr.Value{})
+	m.StaleSandboxIDs = types.ListValueMust(types.StringType, []attr.Value{})
+	m.CanaryOK = types.BoolNull()
+}
