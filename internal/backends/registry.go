@@ -193,23 +193,14 @@ func (r *Registry) teardown(ctx context.Context, ext Extension, h *hosts.Host, s
 	return removeRecord(ctx, h, sb.ID)
 }
 
-// SetExpiry rewrites a sandbox's expiry on the host (a ttl change in place).
-func (r *Registry) SetExpiry(ctx context.Context, h *hosts.Host, id string, expires *time.Time) (*Sandbox, error) {
+// Modify changes a sandbox's record on the host (an in-place update:
+// labels, expiry, quote) and returns the new record.
+func (r *Registry) Modify(ctx context.Context, h *hosts.Host, id string, change func(*Sandbox)) (*Sandbox, error) {
 	sb, err := readRecord(ctx, h, id)
 	if err != nil {
 		return nil, err
 	}
-	sb.ExpiresAt = expires
-	return sb, writeRecord(ctx, h, sb)
-}
-
-// SetLabels rewrites a sandbox's labels on the host (an in-place update).
-func (r *Registry) SetLabels(ctx context.Context, h *hosts.Host, id string, labels map[string]string) (*Sandbox, error) {
-	sb, err := readRecord(ctx, h, id)
-	if err != nil {
-		return nil, err
-	}
-	sb.Labels = labels
+	change(sb)
 	return sb, writeRecord(ctx, h, sb)
 }
 

@@ -78,13 +78,16 @@ func (l *Ledger) Balance() (float64, error) {
 	return b, err
 }
 
-// Hold reserves amount for a sandbox, refusing with ErrInsufficient when the
-// available credits do not cover it.
+// Hold reserves amount for a sandbox (replacing its earlier hold, as when
+// its ttl changes), refusing with ErrInsufficient when the available
+// credits do not cover it.
 func (l *Ledger) Hold(sandboxID, profile string, amount float64) error {
 	return l.with(true, func(f *file) error {
 		avail := micros(f.BalanceUSD)
-		for _, h := range f.Holds {
-			avail -= micros(h)
+		for id, h := range f.Holds {
+			if id != sandboxID {
+				avail -= micros(h)
+			}
 		}
 		if avail < micros(amount) {
 			return fmt.Errorf("%w: %.2f USD available, %.2f USD needed", ErrInsufficient, dollars(avail), amount)

@@ -36,6 +36,13 @@ func TestHoldDebitRelease(t *testing.T) {
 	if err := l.Hold("b", "profile.saas-stub", 7); !errors.Is(err, ErrInsufficient) {
 		t.Fatalf("a hold over the available credits: %v", err)
 	}
+	// A sandbox's new hold replaces its old one (a ttl change).
+	if err := l.Hold("a", "profile.saas-stub", 9); err != nil {
+		t.Fatalf("re-holding within the credits: %v", err)
+	}
+	if avail, _ := l.Available(); avail != 1 {
+		t.Fatalf("available %v after re-holding 9", avail)
+	}
 	if err := l.Debit("a", "profile.saas-stub", 1.25, 150*time.Minute); err != nil {
 		t.Fatal(err)
 	}

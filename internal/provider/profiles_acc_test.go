@@ -206,7 +206,8 @@ resource "sandboxer_sandbox" "saas" {
 				return fmt.Errorf("holds remain after destroy: %v", l.Holds)
 			}
 			last := l.Transactions[len(l.Transactions)-1]
-			if last.Kind != "debit" || last.SandboxID != id || l.BalanceUSD >= 10 || l.BalanceUSD < 9.99 {
+			// 10 - 2.00 (the vanished sandbox's 4h quote) - seconds of the last one
+			if last.Kind != "debit" || last.SandboxID != id || l.BalanceUSD >= 8 || l.BalanceUSD < 7.99 {
 				return fmt.Errorf("destroy did not debit the measured lifetime: balance %v, last %+v", l.BalanceUSD, last)
 			}
 			return nil
@@ -234,13 +235,71 @@ resource "sandboxer_sandbox" "saas" {
 				},
 			},
 			{
-				// A ttl change moves the expiry in place.
+				// A ttl change moves the expiry in place and re-quotes: the hold follows.
 				Config: config("4h"),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction("sandboxer_sandbox.saas", plancheck.ResourceActionUpdate),
+					plancheck.ExpectKnownValue("sandboxer_sandbox.saas", tfjsonpath.New("estimated_cost_usd"), knownvalue.Float64Exact(2)),
 				}},
+				Check: func(*terraform.State) error {
+					if l := readLedger(t, credits); l.Holds[id] != 2 {
+						return fmt.Errorf("hold after the ttl change: %+v", l.Holds)
+					}
+					return nil
+				},
+			},
+			{
+				// Gone without a destroy (as when reaped): the next refresh
+				// debits its quote (2.00 for 4h) and the plan re-creates it.
+				PreConfig: func() {
+					os.Remove(filepath.Join(h.localDir, ".sandboxer", "sandboxes", id+".json"))
+					os.RemoveAll(filepath.Join(h.localDir, "sbx-"+id))
+				},
+				Config: config("4h"),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction("sandboxer_sandbox.saas", plancheck.ResourceActionCreate),
+				}},
+				Check: func(s *terraform.State) error {
+					l := readLedger(t, credits)
+					if l.BalanceUSD != 8 {
+						return fmt.Errorf("balance %v after the vanished sandbox was settled, want 8", l.BalanceUSD)
+					}
+					id = stateAttr(s, "sandboxer_sandbox.saas", "id")
+					return nil
+				},
 			},
 		},
+	})
+}
+
+// A profile's snapshots.quiesce is the default of its snapshots, also when
+// the sandbox is created in the same apply.
+func TestAccCheckpoint_profileQuiesceDefault(t *testing.T) {
+	testAccPreCheck(t)
+	testharness.RequireDocker(t)
+	h := newAccHost(t)
+	repo := testharness.ComposeRepo(t, testharness.Image(t), "app")
+	resource.Test(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProviders,
+		CheckDestroy:             h.checkNothingLeft(t),
+		Steps: []resource.TestStep{{
+			Config: h.providerConfig(t) + fmt.Sprintf(`
+resource "sandboxer_sandbox" "cp" {
+  profile = "profile.compose-checkpoint"
+  host    = "harness"
+  inputs  = { repo = %q }
+}
+resource "sandboxer_snapshot" "s" {
+  sandbox_id = sandboxer_sandbox.cp.id
+  name       = "consistent"
+}
+`, repo),
+			ConfigStateChecks: []statecheck.StateCheck{
+				statecheck.ExpectKnownValue("sandboxer_snapshot.s", tfjsonpath.New("quiesce"), knownvalue.StringExact("pause")),
+				statecheck.ExpectKnownValue("sandboxer_sandbox.cp", tfjsonpath.New("status"), knownvalue.StringExact("ready")),
+			},
+		}},
 	})
 }
 

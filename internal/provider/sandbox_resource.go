@@ -22,6 +22,7 @@ import (
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/events"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/hosts"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/localdir"
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/metering"
 )
 
 var (
@@ -192,6 +193,9 @@ func (r *SandboxResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 		}
 	} else {
 		plan.Extension, plan.EstimatedCostUSD = state.Extension, state.EstimatedCostUSD
+		if !state.EstimatedCostUSD.IsNull() && ttl > 0 { // metered: the quote follows the ttl
+			plan.EstimatedCostUSD = types.Float64Value(metering.Quote(profile.HourlyPriceUSD, ttl))
+		}
 		if configHost.IsNull() {
 			plan.Host = state.Host
 		}
@@ -357,6 +361,7 @@ func (r *SandboxResource) Read(ctx context.Context, req resource.ReadRequest, re
 	sb, st, err := r.data.registry.Get(ctx, h, state.ID.ValueString())
 	if errors.Is(err, backends.ErrNotFound) {
 		tflog.Warn(ctx, "sandbox is gone from its host; removing it from state", map[string]any{"host": h.Host(), "sandbox_id": state.ID.ValueString()})
+		r.settleVanished(ctx, &state, &resp.Diagnostics)
 		resp.State.RemoveResource(ctx)
 		return
 	}
@@ -368,10 +373,29 @@ func (r *SandboxResource) Read(ctx context.Context, req resource.ReadRequest, re
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
 }
 
-// Update handles what can change in place: labels (and timeouts).
+// settleVanished charges a metered sandbox that left its host without a
+// destroy (reaped at expiry, or removed by hand): its hold is turned into a
+// debit of the quote, the cost of the lifetime it was created for. The
+// ledger charges a sandbox once, however often this runs.
+func (r *SandboxResource) settleVanished(ctx context.Context, state *sandboxModel, diags *diag.Diagnostics) {
+	if state.EstimatedCostUSD.IsNull() || r.data.ledger == nil {
+		return
+	}
+	ttl, _ := time.ParseDuration(state.TTL.ValueString())
+	quote := state.EstimatedCostUSD.ValueFloat64()
+	if err := r.data.ledger.Debit(state.ID.ValueString(), state.Profile.ValueString(), quote, ttl); err != nil {
+		diags.AddWarning("Unable to Settle Metered Sandbox", fmt.Sprintf("Sandbox %s: %v", state.ID.ValueString(), err))
+		return
+	}
+	diags.AddWarning("Metered Sandbox Gone",
+		fmt.Sprintf("Sandbox %s is no longer on its host; its quote of %.2f USD was debited from the credits ledger.", state.ID.ValueString(), quote))
+}
+
+// Update handles what can change in place: labels, ttl (and timeouts).
 func (r *SandboxResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
-	var plan sandboxModel
+	var plan, state sandboxModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
 	if resp.Diagnostics.HasError() {
 		return
 	}
@@ -381,16 +405,25 @@ func (r *SandboxResource) Update(ctx context.Context, req resource.UpdateRequest
 		return
 	}
 	labels := stringMap(ctx, plan.Labels, &resp.Diagnostics)
-	if _, err := r.data.registry.SetLabels(ctx, h, plan.ID.ValueString(), labels); err != nil {
-		resp.Diagnostics.AddError("Unable to Update Sandbox", fmt.Sprintf("Sandbox %s on host %q: %v", plan.ID.ValueString(), h.Host(), err))
-		return
-	}
-	// A ttl change moves the expiry the host (and its reaper) acts on.
+	// A ttl change moves the expiry the host (and its reaper) acts on, and
+	// re-quotes a metered sandbox: its hold follows the new quote.
 	var expires *time.Time
 	if t, err := time.Parse(time.RFC3339, plan.ExpiresAt.ValueString()); err == nil {
 		expires = &t
 	}
-	if _, err := r.data.registry.SetExpiry(ctx, h, plan.ID.ValueString(), expires); err != nil {
+	if !plan.EstimatedCostUSD.IsNull() && !plan.EstimatedCostUSD.Equal(state.EstimatedCostUSD) && r.data.ledger != nil {
+		if err := r.data.ledger.Hold(plan.ID.ValueString(), plan.Profile.ValueString(), plan.EstimatedCostUSD.ValueFloat64()); err != nil {
+			resp.Diagnostics.AddError("Unable to Update Sandbox", fmt.Sprintf("Sandbox %s: the new ttl's quote: %v", plan.ID.ValueString(), err))
+			return
+		}
+	}
+	_, err = r.data.registry.Modify(ctx, h, plan.ID.ValueString(), func(sb *backends.Sandbox) {
+		sb.Labels, sb.ExpiresAt = labels, expires
+		if !plan.EstimatedCostUSD.IsNull() {
+			sb.QuoteUSD = plan.EstimatedCostUSD.ValueFloat64()
+		}
+	})
+	if err != nil {
 		resp.Diagnostics.AddError("Unable to Update Sandbox", fmt.Sprintf("Sandbox %s on host %q: %v", plan.ID.ValueString(), h.Host(), err))
 		return
 	}

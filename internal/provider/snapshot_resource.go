@@ -19,7 +19,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/listplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/mapplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
@@ -113,11 +112,12 @@ func (r *SnapshotResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 				MarkdownDescription: "Free-form key/value metadata, at most 10 KB."},
 			"retain_on_destroy": schema.BoolAttribute{Optional: true, Computed: true, Default: booldefault.StaticBool(false),
 				MarkdownDescription: "Keep the snapshot on the host when the resource is destroyed. Changes in place."},
-			"quiesce": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(backends.QuiesceNone),
-				PlanModifiers: replace,
+			"quiesce": schema.StringAttribute{Optional: true, Computed: true,
+				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown(), stringplanmodifier.RequiresReplace()},
 				Validators:    []validator.String{stringvalidator.OneOf(backends.QuiesceNone, backends.QuiescePause)},
 				MarkdownDescription: "`none`, or `pause`: the sandbox's compose services are paused while files are captured, " +
-					"and always unpaused after (also on failure)."},
+					"and always unpaused after (also on failure). Default: the sandbox profile's `snapshots.quiesce` " +
+					"(`pause` for `profile.compose-checkpoint`), else `none`."},
 			"created_at":   schema.StringAttribute{Computed: true, PlanModifiers: keep, MarkdownDescription: "When the snapshot was taken (RFC 3339)."},
 			"size_bytes":   schema.Int64Attribute{Computed: true, PlanModifiers: keepInt, MarkdownDescription: "Logical size: the sum of the captured files."},
 			"stored_bytes": schema.Int64Attribute{Computed: true, PlanModifiers: keepInt, MarkdownDescription: "Bytes this snapshot newly added to the host's store (unchanged content is shared)."},
@@ -177,8 +177,15 @@ func (r *SnapshotResource) ModifyPlan(ctx context.Context, req resource.ModifyPl
 	}
 	var plan snapshotModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
-	if resp.Diagnostics.HasError() || plan.SandboxID.IsUnknown() || plan.SandboxID.IsNull() || plan.Host.IsUnknown() && !plan.Host.IsNull() {
+	if resp.Diagnostics.HasError() {
 		return
+	}
+	if !plan.SourceSnapshotID.IsNull() && plan.Quiesce.IsUnknown() {
+		plan.Quiesce = types.StringValue(backends.QuiesceNone) // a copy touches no sandbox
+		resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
+	}
+	if plan.SandboxID.IsUnknown() || plan.SandboxID.IsNull() || plan.Host.IsUnknown() && !plan.Host.IsNull() {
+		return // the sandbox is created in this apply: checked, and quiesce resolved, at create
 	}
 	if plan.Host.ValueString() != "" {
 		if _, err := r.data.host(plan.Host.ValueString()); err != nil {
@@ -193,7 +200,20 @@ func (r *SnapshotResource) ModifyPlan(ctx context.Context, req resource.ModifyPl
 	}
 	if _, err := r.data.registry.Snapshotter(sb.Profile, sb.Extension); err != nil {
 		resp.Diagnostics.AddAttributeError(path.Root("sandbox_id"), "Snapshots Not Supported", err.Error())
+		return
 	}
+	if plan.Quiesce.IsUnknown() {
+		plan.Quiesce = types.StringValue(r.defaultQuiesce(sb.Profile))
+		resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
+	}
+}
+
+// defaultQuiesce is the profile's snapshots.quiesce, else none.
+func (r *SnapshotResource) defaultQuiesce(profile string) string {
+	if p, err := r.data.catalog.Get(profile); err == nil && p.Snapshots.Quiesce != "" {
+		return p.Snapshots.Quiesce
+	}
+	return backends.QuiesceNone
 }
 
 func (r *SnapshotResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
@@ -216,6 +236,7 @@ func (r *SnapshotResource) Create(ctx context.Context, req resource.CreateReques
 	)
 	if src := plan.SourceSnapshotID.ValueString(); src != "" {
 		summary, host, err = r.copy(ctx, src, plan.Host.ValueString(), id, plan.Name.ValueString())
+		plan.Quiesce = types.StringValue(backends.QuiesceNone)
 	} else {
 		summary, host, err = r.capture(ctx, &plan, id)
 	}
@@ -239,6 +260,9 @@ func (r *SnapshotResource) capture(ctx context.Context, plan *snapshotModel, id 
 	limits := checkpoint.Limits{}
 	if p, err := r.data.catalog.Get(sb.Profile); err == nil {
 		limits = checkpoint.Limits{MaxBytes: p.Snapshots.MaxBytes, MaxFiles: p.Snapshots.MaxFiles}
+	}
+	if plan.Quiesce.IsUnknown() || plan.Quiesce.IsNull() {
+		plan.Quiesce = types.StringValue(r.defaultQuiesce(sb.Profile))
 	}
 	var diags diag.Diagnostics
 	s, err := r.data.registry.Snapshot(ctx, h, backends.SnapshotRequest{
