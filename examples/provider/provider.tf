@@ -25,6 +25,17 @@ provider "sandboxer" {
   # while they live and are debited for their measured lifetime on destroy.
   credits_file = abspath("${path.module}/credits.json")
 
+  # Lifecycle events (sandbox.created, sandbox.ready, sandbox.destroyed,
+  # snapshot.created, snapshot.deleted, restore.completed), each POSTed as
+  # JSON to this URL and signed with an X-Sandboxer-Signature header
+  # (sha256=<hex HMAC-SHA256 of the body, keyed with events_secret>). An
+  # event that cannot be delivered within 5 seconds is a warning only.
+  events_url    = "https://hooks.example.internal/sandboxer"
+  events_secret = var.events_secret
+  # Stamped on every event: "adm" (an administrator), "agt" (an agent) or
+  # "atm" (automation, the default).
+  actor = "atm"
+
   host {
     name    = "build-1"
     address = "build-1.example.internal:22"
@@ -39,6 +50,12 @@ provider "sandboxer" {
 
     # Where sandboxes live, relative to the SSH user's home.
     root_dir = "sandboxer"
+
+    # Tear down expired sandboxes (past their expires_at) on the host itself,
+    # with nobody running Terraform: installs a POSIX sh reaper under
+    # root_dir/.sandboxer/bin/reaper.sh, run every minute from cron where
+    # the host has cron, when a sandbox is first created here.
+    reaper = true
   }
 
   # A host only reachable through a jump host. Both connections verify
@@ -57,4 +74,10 @@ provider "sandboxer" {
       known_hosts_file = pathexpand("~/.ssh/known_hosts")
     }
   }
+}
+
+variable "events_secret" {
+  description = "Key of the HMAC-SHA256 signature on lifecycle events."
+  type        = string
+  sensitive   = true
 }
