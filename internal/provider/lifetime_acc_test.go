@@ -266,10 +266,10 @@ resource "sandboxer_sandbox" "ws" {
 		ProtoV6ProviderFactories: testAccProviders,
 		CheckDestroy: func(*terraform.State) error {
 			got := sink.names()
-			for _, want := range []string{"sandbox.created/agt", "sandbox.ready/agt", "snapshot.created/agt", "restore.completed/agt",
-				"snapshot.deleted/agt", "sandbox.destroyed/agt"} {
-				if !strings.Contains(got, want) {
-					return fmt.Errorf("event %s not received; got %s", want, got)
+			for want, n := range map[string]int{"sandbox.created/agt": 2, "sandbox.ready/agt": 2, "snapshot.created/agt": 1,
+				"restore.completed/agt": 1, "snapshot.deleted/agt": 1, "sandbox.destroyed/agt": 2} {
+				if c := strings.Count(" "+got+" ", " "+want+" "); c != n {
+					return fmt.Errorf("event %s received %d times, want %d (the restore's new sandbox counts); got %s", want, c, n, got)
 				}
 			}
 			if sink.badSigns > 0 {

@@ -201,6 +201,11 @@ func (r *RestoreResource) Create(ctx context.Context, req resource.CreateRequest
 			return
 		}
 		plan.ID = types.StringValue(sb.ID)
+		ev := events.Event{SandboxID: sb.ID, Host: sb.Host, Profile: sb.Profile}
+		ev.Event, ev.Timestamp = events.SandboxCreated, sb.CreatedAt
+		r.data.emit(ctx, &resp.Diagnostics, ev)
+		ev.Event, ev.Timestamp = events.SandboxReady, *sb.ReadyAt
+		r.data.emit(ctx, &resp.Diagnostics, ev)
 	}
 	tflog.Info(ctx, "restore completed", map[string]any{"sandbox_id": sb.ID, "files_restored": res.FilesRestored})
 	plan.Host = types.StringValue(sb.Host)
@@ -299,5 +304,8 @@ func (r *RestoreResource) Delete(ctx context.Context, req resource.DeleteRequest
 	}
 	if err := r.data.registry.Destroy(ctx, h, state.SandboxID.ValueString()); err != nil {
 		resp.Diagnostics.AddError("Unable to Delete Restored Sandbox", fmt.Sprintf("Sandbox %s on host %q: %v", state.SandboxID.ValueString(), h.Host(), err))
+		return
 	}
+	r.data.emit(ctx, &resp.Diagnostics, events.Event{Event: events.SandboxDestroyed, SandboxID: state.SandboxID.ValueString(),
+		Host: h.Host(), Profile: state.Profile.ValueString()})
 }
