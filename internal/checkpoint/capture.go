@@ -96,8 +96,10 @@ func (s *Store) Capture(workspace string, opts CaptureOptions) (*Manifest, error
 	var stored atomic.Int64
 	err = forEachFile(entries, opts.Workers, opts.Done, func(i int) error {
 		e := &entries[i]
+		// The previous manifest is live and we hold the shared lock, so
+		// garbage collection cannot have taken its objects: no stat needed.
 		if p, ok := prev.entries[e.Path]; ok && p.Size == e.Size && p.MtimeNs == e.MtimeNs &&
-			e.MtimeNs < prev.scannedAtNs-racyWindow.Nanoseconds() && s.hasObject(p.Digest) {
+			e.MtimeNs < prev.scannedAtNs-racyWindow.Nanoseconds() {
 			e.Digest = p.Digest
 			return nil
 		}
@@ -223,30 +225,24 @@ type statCache struct {
 
 // previous returns the stat cache of the sandbox's newest snapshot.
 func (s *Store) previous(sandboxID string) statCache {
-	if sandboxID == "" {
+	if sandboxID == "" || CheckID(sandboxID) != nil {
 		return statCache{}
 	}
-	list, err := s.List()
+	id, err := os.ReadFile(s.latestPath(sandboxID))
 	if err != nil {
 		return statCache{}
 	}
-	for i := len(list) - 1; i >= 0; i-- {
-		if list[i].SandboxID != sandboxID {
-			continue
-		}
-		m, err := s.Load(list[i].ID)
-		if err != nil || m.Source != "" { // a copy's mtimes are not this host's
-			return statCache{}
-		}
-		c := statCache{entries: make(map[string]Entry, len(m.Entries)), scannedAtNs: m.ScannedAtNs}
-		for _, e := range m.Entries {
-			if e.Type == TypeFile {
-				c.entries[e.Path] = e
-			}
-		}
-		return c
+	m, err := s.Load(string(id))
+	if err != nil || m.SandboxID != sandboxID {
+		return statCache{}
 	}
-	return statCache{}
+	c := statCache{entries: make(map[string]Entry, len(m.Entries)), scannedAtNs: m.ScannedAtNs}
+	for _, e := range m.Entries {
+		if e.Type == TypeFile {
+			c.entries[e.Path] = e
+		}
+	}
+	return c
 }
 
 // storeFile hashes src while copying it into a temp object, then names the
@@ -263,7 +259,7 @@ func (s *Store) storeFile(src string, e *Entry) (int64, error) {
 		return 0, err
 	}
 	h := sha256.New()
-	n, err := io.Copy(io.MultiWriter(tmp, h), in)
+	n, err := copyHashed(io.MultiWriter(tmp, h), in)
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}

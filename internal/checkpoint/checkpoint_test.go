@@ -408,3 +408,38 @@ func TestStatCacheDistrustsRacyFiles(t *testing.T) {
 		t.Fatalf("a racily modified file was trusted from the stat cache: %+v", d)
 	}
 }
+
+// Into an empty target (a new sandbox) files are written in place; a
+// corrupted object still fails naming the file and leaves the target empty.
+func TestFreshRestoreLeavesEmptyTargetOnCorruption(t *testing.T) {
+	s := newStore(t)
+	ws := t.TempDir()
+	put(t, ws, "a/one.txt", "one")
+	put(t, ws, "b/two.txt", "two")
+	os.Symlink("a/one.txt", filepath.Join(ws, "link"))
+	m := capture(t, s, ws, "snap1", nil)
+	good := t.TempDir()
+	res, err := s.Restore("snap1", good, RestoreOptions{Files: true})
+	if err != nil || res.FilesRestored != 3 || read(t, good, "link") != "one" {
+		t.Fatalf("fresh restore: %+v %v", res, err)
+	}
+	for _, e := range m.Entries {
+		if e.Path == "b/two.txt" {
+			os.WriteFile(s.objectPath(e.Digest), []byte("TWO"), 0o600)
+		}
+	}
+	target := t.TempDir()
+	_, err = s.Restore("snap1", target, RestoreOptions{Files: true})
+	if err == nil || !strings.Contains(err.Error(), "b/two.txt") {
+		t.Fatalf("want corruption naming b/two.txt, got %v", err)
+	}
+	if !isEmptyDir(target) {
+		entries, _ := os.ReadDir(target)
+		t.Fatalf("a failed fresh restore left %v", entries)
+	}
+	// Deleting the snapshots leaves no stat-cache pointer behind.
+	s.Delete("snap1")
+	if l, _ := filepath.Glob(filepath.Join(s.Dir, "latest", "*")); len(l) != 0 {
+		t.Fatalf("pointers left: %v", l)
+	}
+}

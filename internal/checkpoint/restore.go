@@ -10,6 +10,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -69,6 +70,10 @@ func (s *Store) RestoreManifest(m *Manifest, env map[string]string, target strin
 	}
 	if st, err := os.Lstat(target); err != nil || !st.IsDir() {
 		return res, fmt.Errorf("restore target %s is not a directory: %v", target, err)
+	}
+
+	if opts.Files && isEmptyDir(target) {
+		return s.restoreFresh(m, env, target, opts)
 	}
 
 	var todo []Entry
@@ -154,6 +159,90 @@ func (s *Store) RestoreManifest(m *Manifest, env map[string]string, target strin
 	return res, nil
 }
 
+// isEmptyDir reports whether dir holds nothing (a new sandbox's workspace).
+func isEmptyDir(dir string) bool {
+	f, err := os.Open(dir)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	names, _ := f.Readdirnames(1)
+	return len(names) == 0
+}
+
+// restoreFresh restores into an empty target (a new sandbox) without a
+// staging area: files are written in place while their digests are checked,
+// and on any failure everything written is removed again, so the target is
+// left as it was found — empty. Symlinks are created last, after every file
+// and directory, so no write can pass through one.
+func (s *Store) restoreFresh(m *Manifest, env map[string]string, target string, opts RestoreOptions) (res RestoreResult, err error) {
+	defer func() {
+		if err != nil {
+			entries, _ := os.ReadDir(target)
+			for _, e := range entries {
+				os.RemoveAll(filepath.Join(target, e.Name()))
+			}
+			res = RestoreResult{}
+		}
+	}()
+	// Every directory first, each once, so file writers need no checks.
+	var dirs []Entry
+	made := map[string]bool{".": true}
+	var mkdir func(rel string) error
+	mkdir = func(rel string) error {
+		if made[rel] {
+			return nil
+		}
+		if err := mkdir(path.Dir(rel)); err != nil {
+			return err
+		}
+		made[rel] = true
+		return os.Mkdir(filepath.Join(target, filepath.FromSlash(rel)), 0o700)
+	}
+	for _, e := range m.Entries {
+		rel := path.Dir(e.Path)
+		if e.Type == TypeDir {
+			rel = e.Path
+			dirs = append(dirs, e)
+		}
+		if err := mkdir(rel); err != nil {
+			return res, err
+		}
+	}
+	err = forEachFile(m.Entries, opts.Workers, opts.Done, func(i int) error {
+		e := m.Entries[i]
+		return s.writeVerified(e, filepath.Join(target, filepath.FromSlash(e.Path)))
+	})
+	if err != nil {
+		return res, err
+	}
+	if aborted(opts.Done) {
+		return res, ErrAborted
+	}
+	for _, e := range m.Entries {
+		switch e.Type {
+		case TypeFile:
+			res.FilesRestored++
+		case TypeSymlink:
+			if err := os.Symlink(e.Target, filepath.Join(target, filepath.FromSlash(e.Path))); err != nil {
+				return res, err
+			}
+			res.FilesRestored++
+		}
+	}
+	for i := len(dirs) - 1; i >= 0; i-- {
+		if err := os.Chmod(filepath.Join(target, filepath.FromSlash(dirs[i].Path)), fs.FileMode(dirs[i].Mode)); err != nil {
+			return res, err
+		}
+	}
+	if opts.Env && m.EnvDigest != "" {
+		if err := writeDotEnv(filepath.Join(target, ".env"), env); err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}
+
 // stage copies every file entry's object into staging, verifying digests.
 // The first mismatch or missing object fails the whole restore, naming the file.
 func (s *Store) stage(todo []Entry, staging string, workers int) (map[string]string, error) {
@@ -176,33 +265,39 @@ func (s *Store) stage(todo []Entry, staging string, workers int) (map[string]str
 }
 
 func (s *Store) stageOne(e Entry, staging string) (string, error) {
-	in, err := os.Open(s.objectPath(e.Digest))
-	if err != nil {
-		return "", fmt.Errorf("file %s: object %s is missing from the store: %w", e.Path, e.Digest, err)
-	}
-	defer in.Close()
 	b := make([]byte, 8)
 	_, _ = rand.Read(b)
 	p := filepath.Join(staging, hex.EncodeToString(b))
-	out, err := os.OpenFile(p, os.O_CREATE|os.O_EXCL|os.O_WRONLY, fs.FileMode(e.Mode)&0o777|0o600)
+	return p, s.writeVerified(e, p)
+}
+
+// writeVerified copies e's object to the new file dst (never an existing
+// one: O_EXCL), checking its sha256 on the way.
+func (s *Store) writeVerified(e Entry, dst string) error {
+	in, err := os.Open(s.objectPath(e.Digest))
 	if err != nil {
-		return "", err
+		return fmt.Errorf("file %s: object %s is missing from the store: %w", e.Path, e.Digest, err)
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, fs.FileMode(e.Mode)&0o777|0o600)
+	if err != nil {
+		return fmt.Errorf("file %s: %w", e.Path, err)
 	}
 	h := sha256.New()
-	_, err = io.Copy(io.MultiWriter(out, h), in)
+	_, err = copyHashed(io.MultiWriter(out, h), in)
+	if err == nil {
+		err = out.Chmod(fs.FileMode(e.Mode))
+	}
 	if cerr := out.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
-		return "", fmt.Errorf("file %s: %w", e.Path, err)
+		return fmt.Errorf("file %s: %w", e.Path, err)
 	}
 	if got := hex.EncodeToString(h.Sum(nil)); got != e.Digest {
-		return "", fmt.Errorf("file %s: stored object is corrupt (sha256 %s, expected %s); nothing was restored", e.Path, got, e.Digest)
+		return fmt.Errorf("file %s: stored object is corrupt (sha256 %s, expected %s); nothing was restored", e.Path, got, e.Digest)
 	}
-	if err := os.Chmod(p, fs.FileMode(e.Mode)); err != nil {
-		return "", err
-	}
-	return p, nil
+	return nil
 }
 
 // safeParents makes every parent of rel inside target a real directory:

@@ -26,6 +26,7 @@ var ErrNotFound = errors.New("snapshot not found")
 //	snapshots/<id>.json manifests (written last: presence means complete)
 //	snapshots/<id>.env  captured env values (0600)
 //	tmp/                objects and manifests being written
+//	latest/<sandbox>    id of the sandbox's newest snapshot (stat cache)
 //	lock                flock: shared while writing, exclusive for GC
 type Store struct {
 	Dir string
@@ -33,7 +34,7 @@ type Store struct {
 
 // Open creates the store's layout under dir if needed.
 func Open(dir string) (*Store, error) {
-	for _, sub := range []string{"objects", "snapshots", "tmp"} {
+	for _, sub := range []string{"objects", "snapshots", "tmp", "latest"} {
 		if err := os.MkdirAll(filepath.Join(dir, sub), 0o700); err != nil {
 			return nil, fmt.Errorf("unable to create checkpoint store %s: %w", dir, err)
 		}
@@ -57,6 +58,9 @@ func (s *Store) objectPath(digest string) string {
 
 func (s *Store) manifestPath(id string) string { return filepath.Join(s.Dir, "snapshots", id+".json") }
 func (s *Store) envPath(id string) string      { return filepath.Join(s.Dir, "snapshots", id+".env") }
+func (s *Store) latestPath(sandboxID string) string {
+	return filepath.Join(s.Dir, "latest", sandboxID)
+}
 
 func (s *Store) hasObject(digest string) bool {
 	_, err := os.Stat(s.objectPath(digest))
@@ -137,11 +141,20 @@ func (s *Store) save(m *Manifest, env map[string]string) error {
 		}
 	}
 	m.seal()
-	data, err := json.MarshalIndent(m, "", " ")
+	data, err := json.Marshal(m)
 	if err != nil {
 		return err
 	}
-	return s.writeAtomic(s.manifestPath(m.ID), data)
+	if err := s.writeAtomic(s.manifestPath(m.ID), data); err != nil {
+		return err
+	}
+	// A pointer to the sandbox's newest snapshot: the next capture's stat
+	// cache, found without reading every manifest. Only an optimisation:
+	// a missing or stale pointer means a capture reads every file.
+	if m.SandboxID != "" && m.Source == "" {
+		_ = s.writeAtomic(s.latestPath(m.SandboxID), []byte(m.ID))
+	}
+	return nil
 }
 
 func (s *Store) writeAtomic(final string, data []byte) error {
@@ -256,6 +269,15 @@ func (s *Store) gcLocked() (int64, error) {
 	for _, e := range envs {
 		if _, err := os.Stat(strings.TrimSuffix(e, ".env") + ".json"); errors.Is(err, fs.ErrNotExist) {
 			debris = append(debris, e)
+		}
+	}
+	latest, _ := filepath.Glob(filepath.Join(s.Dir, "latest", "*"))
+	for _, l := range latest {
+		id, err := os.ReadFile(l)
+		if err != nil || CheckID(string(id)) != nil {
+			debris = append(debris, l)
+		} else if _, err := os.Stat(s.manifestPath(string(id))); errors.Is(err, fs.ErrNotExist) {
+			debris = append(debris, l)
 		}
 	}
 	for _, d := range debris {
