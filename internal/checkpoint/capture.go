@@ -217,34 +217,6 @@ func checkLimits(entries []Entry, l Limits) error {
 // for "racily clean" entries).
 const racyWindow = 2 * time.Second
 
-// statCache is the newest snapshot of the same sandbox: the files it saw.
-type statCache struct {
-	entries     map[string]Entry
-	scannedAtNs int64
-}
-
-// previous returns the stat cache of the sandbox's newest snapshot.
-func (s *Store) previous(sandboxID string) statCache {
-	if sandboxID == "" || CheckID(sandboxID) != nil {
-		return statCache{}
-	}
-	id, err := os.ReadFile(s.latestPath(sandboxID))
-	if err != nil {
-		return statCache{}
-	}
-	m, err := s.Load(string(id))
-	if err != nil || m.SandboxID != sandboxID {
-		return statCache{}
-	}
-	c := statCache{entries: make(map[string]Entry, len(m.Entries)), scannedAtNs: m.ScannedAtNs}
-	for _, e := range m.Entries {
-		if e.Type == TypeFile {
-			c.entries[e.Path] = e
-		}
-	}
-	return c
-}
-
 // storeFile hashes src while copying it into a temp object, then names the
 // object by its digest (or drops the copy when the store already has it).
 // It returns the bytes newly added to the store.

@@ -26,7 +26,7 @@ var ErrNotFound = errors.New("snapshot not found")
 //	snapshots/<id>.json manifests (written last: presence means complete)
 //	snapshots/<id>.env  captured env values (0600)
 //	tmp/                objects and manifests being written
-//	latest/<sandbox>    id of the sandbox's newest snapshot (stat cache)
+//	latest/<sandbox>    stat cache of the sandbox's newest snapshot (statcache.go)
 //	lock                flock: shared while writing, exclusive for GC
 type Store struct {
 	Dir string
@@ -152,12 +152,18 @@ func (s *Store) save(m *Manifest, env map[string]string) error {
 	// cache, found without reading every manifest. Only an optimisation:
 	// a missing or stale pointer means a capture reads every file.
 	if m.SandboxID != "" && m.Source == "" {
-		_ = s.writeAtomic(s.latestPath(m.SandboxID), []byte(m.ID))
+		_ = s.writeFile(s.latestPath(m.SandboxID), encodeStatCache(m), false)
 	}
 	return nil
 }
 
 func (s *Store) writeAtomic(final string, data []byte) error {
+	return s.writeFile(final, data, true)
+}
+
+// writeFile writes data under a temporary name and renames it to final;
+// sync flushes it to disk first (manifests and env; a cache need not be).
+func (s *Store) writeFile(final string, data []byte, sync bool) error {
 	f, err := s.tempFile()
 	if err != nil {
 		return err
@@ -167,10 +173,12 @@ func (s *Store) writeAtomic(final string, data []byte) error {
 		os.Remove(f.Name())
 		return err
 	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		os.Remove(f.Name())
-		return err
+	if sync {
+		if err := f.Sync(); err != nil {
+			f.Close()
+			os.Remove(f.Name())
+			return err
+		}
 	}
 	if err := f.Close(); err != nil {
 		os.Remove(f.Name())
@@ -273,11 +281,8 @@ func (s *Store) gcLocked() (int64, error) {
 	}
 	latest, _ := filepath.Glob(filepath.Join(s.Dir, "latest", "*"))
 	for _, l := range latest {
-		id, err := os.ReadFile(l)
-		if err != nil || CheckID(string(id)) != nil {
-			debris = append(debris, l)
-		} else if _, err := os.Stat(s.manifestPath(string(id))); errors.Is(err, fs.ErrNotExist) {
-			debris = append(debris, l)
+		if _, err := s.readStatCache(filepath.Base(l)); err != nil {
+			debris = append(debris, l) // damaged, or its snapshot is gone
 		}
 	}
 	for _, d := range debris {
