@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -132,59 +133,102 @@ func scan(workspace string, f Filter) ([]Entry, error) {
 	if err != nil || !st.IsDir() {
 		return nil, fmt.Errorf("workspace %s is not a directory: %v", workspace, err)
 	}
-	var entries []Entry
-	err = filepath.WalkDir(workspace, func(p string, d fs.DirEntry, err error) error {
+	// Directories are read concurrently (a bounded number at a time): the
+	// scan is most of an incremental capture, and it is all system calls.
+	// Order does not matter: seal sorts the entries.
+	var (
+		mu       sync.Mutex
+		entries  []Entry
+		firstErr error
+		wg       sync.WaitGroup
+		slots    = make(chan struct{}, scanParallelism)
+	)
+	fail := func(err error) {
+		mu.Lock()
+		if firstErr == nil {
+			firstErr = err
+		}
+		mu.Unlock()
+	}
+	var walk func(dir, rel string)
+	walk = func(dir, rel string) {
+		defer wg.Done()
+		slots <- struct{}{}
+		found, subdirs, err := scanDir(dir, rel, f)
+		<-slots
 		if err != nil {
-			return err
+			fail(err)
+			return
 		}
-		if p == workspace {
-			return nil
+		mu.Lock()
+		entries = append(entries, found...)
+		mu.Unlock()
+		for _, sub := range subdirs {
+			wg.Add(1)
+			go walk(filepath.Join(dir, filepath.Base(sub)), sub)
 		}
-		rel, _ := filepath.Rel(workspace, p)
-		rel = filepath.ToSlash(rel)
-		if f.Excluded(rel) {
-			if d.IsDir() {
-				return filepath.SkipDir
-			}
-			return nil
+	}
+	wg.Add(1)
+	walk(workspace, "")
+	wg.Wait()
+	if firstErr != nil {
+		return nil, fmt.Errorf("unable to scan workspace %s: %w", workspace, firstErr)
+	}
+	return entries, nil
+}
+
+// scanParallelism bounds the directories read at once.
+const scanParallelism = 4
+
+// scanDir reads one directory: its in-scope entries, and the subdirectories
+// (relative paths) the walk must descend into.
+func scanDir(dir, rel string, f Filter) (found []Entry, subdirs []string, err error) {
+	list, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, d := range list {
+		r := d.Name()
+		if rel != "" {
+			r = rel + "/" + d.Name()
+		}
+		if f.Excluded(r) {
+			continue
 		}
 		info, err := d.Info()
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
-		e := Entry{Path: rel, Mode: uint32(info.Mode().Perm())}
+		e := Entry{Path: r, Mode: uint32(info.Mode().Perm())}
 		switch {
 		case d.IsDir():
-			if !f.MayContain(rel) {
-				return filepath.SkipDir
+			if !f.MayContain(r) {
+				continue
 			}
-			if !f.Included(rel) {
-				return nil // walk through it for included children, but it is not itself in scope
+			subdirs = append(subdirs, r)
+			if !f.Included(r) {
+				continue // walk through it for included children, but it is not itself in scope
 			}
 			e.Type = TypeDir
 		case info.Mode().IsRegular():
-			if !f.Included(rel) {
-				return nil
+			if !f.Included(r) {
+				continue
 			}
 			e.Type, e.Size, e.MtimeNs = TypeFile, info.Size(), info.ModTime().UnixNano()
 		case info.Mode()&fs.ModeSymlink != 0:
-			if !f.Included(rel) {
-				return nil
+			if !f.Included(r) {
+				continue
 			}
 			e.Type = TypeSymlink
-			if e.Target, err = os.Readlink(p); err != nil {
-				return err
+			if e.Target, err = os.Readlink(filepath.Join(dir, d.Name())); err != nil {
+				return nil, nil, err
 			}
 		default:
-			return nil // sockets, pipes, devices: not workspace content
+			continue // sockets, pipes, devices: not workspace content
 		}
-		entries = append(entries, e)
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("unable to scan workspace %s: %w", workspace, err)
+		found = append(found, e)
 	}
-	return entries, nil
+	return found, subdirs, nil
 }
 
 func checkLimits(entries []Entry, l Limits) error {

@@ -32,16 +32,23 @@ type statCache struct {
 }
 
 func encodeStatCache(m *Manifest) []byte {
-	var body bytes.Buffer
+	body := make([]byte, 0, len(m.Entries)*120)
 	for _, e := range m.Entries {
 		// A path with a newline cannot be one line: such files are read every time.
 		if e.Type == TypeFile && !strings.ContainsAny(e.Path, "\n\r") {
-			fmt.Fprintf(&body, "%s %d %d %s\n", e.Digest, e.Size, e.MtimeNs, e.Path)
+			body = append(body, e.Digest...)
+			body = append(body, ' ')
+			body = strconv.AppendInt(body, e.Size, 10)
+			body = append(body, ' ')
+			body = strconv.AppendInt(body, e.MtimeNs, 10)
+			body = append(body, ' ')
+			body = append(body, e.Path...)
+			body = append(body, '\n')
 		}
 	}
-	sum := sha256.Sum256(body.Bytes())
+	sum := sha256.Sum256(body)
 	head := fmt.Sprintf("%s %s %d %s\n", statCacheMagic, m.ID, m.ScannedAtNs, hex.EncodeToString(sum[:]))
-	return append([]byte(head), body.Bytes()...)
+	return append([]byte(head), body...)
 }
 
 // previous returns the stat cache of the sandbox's newest snapshot.
