@@ -96,6 +96,21 @@ func (d *providerData) emit(ctx context.Context, diags *diag.Diagnostics, e even
 	}
 }
 
+// destroySandbox tears a sandbox down and announces it: the one destroy
+// path of sandboxer_sandbox and of a restore's new sandbox.
+func (d *providerData) destroySandbox(ctx context.Context, diags *diag.Diagnostics, summary, hostName, id, profile string) {
+	h, err := d.host(hostName)
+	if err != nil {
+		diags.AddError(summary, err.Error())
+		return
+	}
+	if err := d.registry.Destroy(ctx, h, id); err != nil {
+		diags.AddError(summary, fmt.Sprintf("Sandbox %s on host %q: %v", id, h.Host(), err))
+		return
+	}
+	d.emit(ctx, diags, events.Event{Event: events.SandboxDestroyed, SandboxID: id, Host: h.Host(), Profile: profile})
+}
+
 // providerDataFrom is the checked type assertion of every resource's and
 // data source's Configure. It returns nil before the provider is configured.
 func providerDataFrom(pd any, diags *diag.Diagnostics) *providerData {

@@ -297,15 +297,6 @@ func (r *RestoreResource) Delete(ctx context.Context, req resource.DeleteRequest
 	resp.Diagnostics.Append(diags...)
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	h, err := r.data.host(state.Host.ValueString())
-	if err != nil {
-		resp.Diagnostics.AddError("Unable to Delete Restored Sandbox", err.Error())
-		return
-	}
-	if err := r.data.registry.Destroy(ctx, h, state.SandboxID.ValueString()); err != nil {
-		resp.Diagnostics.AddError("Unable to Delete Restored Sandbox", fmt.Sprintf("Sandbox %s on host %q: %v", state.SandboxID.ValueString(), h.Host(), err))
-		return
-	}
-	r.data.emit(ctx, &resp.Diagnostics, events.Event{Event: events.SandboxDestroyed, SandboxID: state.SandboxID.ValueString(),
-		Host: h.Host(), Profile: state.Profile.ValueString()})
+	r.data.destroySandbox(ctx, &resp.Diagnostics, "Unable to Delete Restored Sandbox",
+		state.Host.ValueString(), state.SandboxID.ValueString(), state.Profile.ValueString())
 }

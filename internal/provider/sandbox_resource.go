@@ -447,17 +447,8 @@ func (r *SandboxResource) Delete(ctx context.Context, req resource.DeleteRequest
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
-	h, err := r.data.host(state.Host.ValueString())
-	if err != nil {
-		resp.Diagnostics.AddError("Unable to Delete Sandbox", err.Error())
-		return
-	}
-	if err := r.data.registry.Destroy(ctx, h, state.ID.ValueString()); err != nil {
-		resp.Diagnostics.AddError("Unable to Delete Sandbox", fmt.Sprintf("Sandbox %s on host %q: %v", state.ID.ValueString(), h.Host(), err))
-		return
-	}
-	r.data.emit(ctx, &resp.Diagnostics, events.Event{Event: events.SandboxDestroyed, SandboxID: state.ID.ValueString(),
-		Host: h.Host(), Profile: state.Profile.ValueString()})
+	r.data.destroySandbox(ctx, &resp.Diagnostics, "Unable to Delete Sandbox",
+		state.Host.ValueString(), state.ID.ValueString(), state.Profile.ValueString())
 }
 
 // ImportState takes HOST/ID.
