@@ -14,6 +14,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 )
 
 // Limits bound a snapshot; checked before anything is written.
@@ -93,17 +94,26 @@ func (s *Store) Capture(workspace string, opts CaptureOptions) (*Manifest, error
 	}
 	defer unlock()
 
+	// Files the stat cache vouches for keep their digest; only the rest are
+	// read. The cache's snapshot is live and we hold the shared lock, so
+	// garbage collection cannot have taken its objects: no stat needed.
 	prev := s.previous(opts.SandboxID)
-	var stored atomic.Int64
-	err = forEachFile(entries, opts.Workers, opts.Done, func(i int) error {
+	trustedBefore := prev.scannedAtNs - racyWindow.Nanoseconds()
+	var toRead []int
+	for i := range entries {
 		e := &entries[i]
-		// The previous manifest is live and we hold the shared lock, so
-		// garbage collection cannot have taken its objects: no stat needed.
-		if p, ok := prev.entries[e.Path]; ok && p.Size == e.Size && p.MtimeNs == e.MtimeNs &&
-			e.MtimeNs < prev.scannedAtNs-racyWindow.Nanoseconds() {
-			e.Digest = p.Digest
-			return nil
+		if e.Type != TypeFile {
+			continue
 		}
+		if p, ok := prev.files[e.Path]; ok && p.size == e.Size && p.mtimeNs == e.MtimeNs && e.MtimeNs < trustedBefore {
+			e.Digest = p.digest
+			continue
+		}
+		toRead = append(toRead, i)
+	}
+	var stored atomic.Int64
+	err = forEach(toRead, opts.Workers, opts.Done, func(i int) error {
+		e := &entries[i]
 		n, err := s.storeFile(filepath.Join(workspace, filepath.FromSlash(e.Path)), e)
 		stored.Add(n)
 		return err
@@ -180,28 +190,37 @@ func scan(workspace string, f Filter) ([]Entry, error) {
 // scanParallelism bounds the directories read at once.
 const scanParallelism = 4
 
+// dirStat is one directory entry with its lstat facts (readDirStat).
+type dirStat struct {
+	name    string
+	mode    fs.FileMode
+	size    int64
+	mtimeNs int64
+}
+
 // scanDir reads one directory: its in-scope entries, and the subdirectories
 // (relative paths) the walk must descend into.
 func scanDir(dir, rel string, f Filter) (found []Entry, subdirs []string, err error) {
-	list, err := os.ReadDir(dir)
+	list, err := readDirStat(dir)
 	if err != nil {
 		return nil, nil, err
 	}
 	for _, d := range list {
-		r := d.Name()
+		r := d.name
 		if rel != "" {
-			r = rel + "/" + d.Name()
+			r = rel + "/" + d.name
 		}
 		if f.Excluded(r) {
 			continue
 		}
-		info, err := d.Info()
-		if err != nil {
-			return nil, nil, err
+		// The manifest is JSON, which cannot hold other bytes in a string:
+		// refuse rather than store a name that would not restore as itself.
+		if !utf8.ValidString(d.name) {
+			return nil, nil, fmt.Errorf("file name %q is not valid UTF-8: rename it or exclude it with exclude_paths", r)
 		}
-		e := Entry{Path: r, Mode: uint32(info.Mode().Perm())}
+		e := Entry{Path: r, Mode: uint32(d.mode.Perm())}
 		switch {
-		case d.IsDir():
+		case d.mode.IsDir():
 			if !f.MayContain(r) {
 				continue
 			}
@@ -210,17 +229,17 @@ func scanDir(dir, rel string, f Filter) (found []Entry, subdirs []string, err er
 				continue // walk through it for included children, but it is not itself in scope
 			}
 			e.Type = TypeDir
-		case info.Mode().IsRegular():
+		case d.mode.IsRegular():
 			if !f.Included(r) {
 				continue
 			}
-			e.Type, e.Size, e.MtimeNs = TypeFile, info.Size(), info.ModTime().UnixNano()
-		case info.Mode()&fs.ModeSymlink != 0:
+			e.Type, e.Size, e.MtimeNs = TypeFile, d.size, d.mtimeNs
+		case d.mode&fs.ModeSymlink != 0:
 			if !f.Included(r) {
 				continue
 			}
 			e.Type = TypeSymlink
-			if e.Target, err = os.Readlink(filepath.Join(dir, d.Name())); err != nil {
+			if e.Target, err = os.Readlink(filepath.Join(dir, d.name)); err != nil {
 				return nil, nil, err
 			}
 		default:

@@ -443,3 +443,21 @@ func TestFreshRestoreLeavesEmptyTargetOnCorruption(t *testing.T) {
 		t.Fatalf("pointers left: %v", l)
 	}
 }
+
+// A name JSON cannot hold is refused up front, naming the file, rather than
+// stored as a snapshot that would not restore it as itself.
+func TestCaptureRefusesNonUTF8Names(t *testing.T) {
+	s := newStore(t)
+	ws := t.TempDir()
+	put(t, ws, "ok.txt", "fine")
+	put(t, ws, "sub/bad\xff.txt", "unnamed")
+	_, err := s.Capture(ws, CaptureOptions{ID: "s1", SandboxID: "sbx1", Now: now})
+	if err == nil || !strings.Contains(err.Error(), "not valid UTF-8") || !strings.Contains(err.Error(), `sub/bad\xff.txt`) {
+		t.Fatalf("want a refusal naming sub/bad\\xff.txt, got %v", err)
+	}
+	if list, _ := s.List(); len(list) != 0 {
+		t.Fatalf("a refused capture left snapshots: %v", list)
+	}
+	// Excluding it makes the workspace capturable.
+	capture(t, s, ws, "s2", func(o *CaptureOptions) { o.Filter.Exclude = []string{"sub"} })
+}

@@ -11,8 +11,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"sort"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/safepath"
@@ -79,22 +80,40 @@ func (m *Manifest) Filter() Filter { return Filter{Include: m.Include, Exclude: 
 // and every capture, where a JSON round trip of 100,000 entries shows.
 func (m *Manifest) ComputeDigest() string {
 	h := sha256.New()
-	buf := make([]byte, 0, 256)
-	put := func(fields ...string) {
-		buf = buf[:0]
-		for _, f := range fields {
-			buf = append(buf, f...)
-			buf = append(buf, 0)
-		}
+	buf := make([]byte, 0, 64<<10)
+	field := func(f string) { buf = append(append(buf, f...), 0) }
+	record := func() {
 		buf = append(buf, '\n')
-		h.Write(buf)
+		if len(buf) > 60<<10 {
+			h.Write(buf)
+			buf = buf[:0]
+		}
 	}
-	put("sandboxer-manifest", strconv.Itoa(m.Version), m.EnvDigest)
-	put(append([]string{"include"}, m.Include...)...)
-	put(append([]string{"exclude"}, m.Exclude...)...)
-	for _, e := range m.Entries {
-		put(e.Path, e.Type, strconv.FormatUint(uint64(e.Mode), 8), strconv.FormatInt(e.Size, 10), e.Digest, e.Target)
+	field("sandboxer-manifest")
+	field(strconv.Itoa(m.Version))
+	field(m.EnvDigest)
+	record()
+	field("include")
+	for _, p := range m.Include {
+		field(p)
 	}
+	record()
+	field("exclude")
+	for _, p := range m.Exclude {
+		field(p)
+	}
+	record()
+	for i := range m.Entries {
+		e := &m.Entries[i]
+		field(e.Path)
+		field(e.Type)
+		buf = append(strconv.AppendUint(buf, uint64(e.Mode), 8), 0)
+		buf = append(strconv.AppendInt(buf, e.Size, 10), 0)
+		field(e.Digest)
+		field(e.Target)
+		record()
+	}
+	h.Write(buf)
 	return "sha256:" + hex.EncodeToString(h.Sum(nil))
 }
 
@@ -126,7 +145,7 @@ func (m *Manifest) Check() error {
 
 // seal sorts entries, computes totals and the digest.
 func (m *Manifest) seal() {
-	sort.Slice(m.Entries, func(i, j int) bool { return m.Entries[i].Path < m.Entries[j].Path })
+	slices.SortFunc(m.Entries, func(a, b Entry) int { return strings.Compare(a.Path, b.Path) })
 	m.SizeBytes, m.FileCount = 0, 0
 	for _, e := range m.Entries {
 		if e.Type == TypeFile {

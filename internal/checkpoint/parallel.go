@@ -17,10 +17,21 @@ func copyHashed(dst io.Writer, src io.Reader) (int64, error) {
 	return io.CopyBuffer(dst, struct{ io.Reader }{src}, *bp)
 }
 
-// forEachFile runs fn on the indexes of the file entries, on workers
-// goroutines (0 means 4), and returns the first error. Once an error is
-// seen or done is closed, the remaining entries are skipped.
+// forEachFile runs fn on the indexes of the file entries (see forEach).
 func forEachFile(entries []Entry, workers int, done <-chan struct{}, fn func(i int) error) error {
+	var files []int
+	for i := range entries {
+		if entries[i].Type == TypeFile {
+			files = append(files, i)
+		}
+	}
+	return forEach(files, workers, done, fn)
+}
+
+// forEach runs fn on each of indexes, on workers goroutines (0 means 4),
+// and returns the first error. Once an error is seen or done is closed, the
+// remaining indexes are skipped.
+func forEach(indexes []int, workers int, done <-chan struct{}, fn func(i int) error) error {
 	if workers <= 0 {
 		workers = 4
 	}
@@ -53,10 +64,8 @@ func forEachFile(entries []Entry, workers int, done <-chan struct{}, fn func(i i
 			}
 		}()
 	}
-	for i := range entries {
-		if entries[i].Type == TypeFile {
-			work <- i
-		}
+	for _, i := range indexes {
+		work <- i
 	}
 	close(work)
 	wg.Wait()

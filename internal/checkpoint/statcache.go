@@ -27,8 +27,13 @@ const statCacheMagic = "sandboxer-statcache 1"
 
 // statCache is what a capture may trust without reading a file.
 type statCache struct {
-	entries     map[string]Entry
+	files       map[string]cachedFile // by path
 	scannedAtNs int64
+}
+
+type cachedFile struct {
+	digest        string
+	size, mtimeNs int64
 }
 
 func encodeStatCache(m *Manifest) []byte {
@@ -82,19 +87,23 @@ func (s *Store) readStatCache(sandboxID string) (statCache, error) {
 	if _, err := os.Stat(s.manifestPath(f[2])); err != nil || CheckID(f[2]) != nil {
 		return statCache{}, errors.New("stat cache names a snapshot that is gone")
 	}
-	c := statCache{entries: map[string]Entry{}}
+	// One string for the whole body: every path and digest below is a
+	// slice of it, not an allocation of its own.
+	text := string(body)
+	c := statCache{files: make(map[string]cachedFile, strings.Count(text, "\n"))}
 	c.scannedAtNs, _ = strconv.ParseInt(f[3], 10, 64)
-	for _, line := range strings.Split(string(body), "\n") {
-		parts := strings.SplitN(line, " ", 4)
-		if len(parts) != 4 {
-			continue
-		}
-		size, err1 := strconv.ParseInt(parts[1], 10, 64)
-		mtime, err2 := strconv.ParseInt(parts[2], 10, 64)
-		if err1 != nil || err2 != nil || len(parts[0]) != 64 {
+	for text != "" {
+		line, rest, _ := strings.Cut(text, "\n")
+		text = rest
+		digest, line, ok1 := strings.Cut(line, " ")
+		size, line, ok2 := strings.Cut(line, " ")
+		mtime, path, ok3 := strings.Cut(line, " ")
+		n, err1 := strconv.ParseInt(size, 10, 64)
+		t, err2 := strconv.ParseInt(mtime, 10, 64)
+		if !ok1 || !ok2 || !ok3 || err1 != nil || err2 != nil || len(digest) != 64 {
 			return statCache{}, errors.New("bad stat cache line")
 		}
-		c.entries[parts[3]] = Entry{Path: parts[3], Type: TypeFile, Size: size, MtimeNs: mtime, Digest: parts[0]}
+		c.files[path] = cachedFile{digest: digest, size: n, mtimeNs: t}
 	}
 	return c, nil
 }

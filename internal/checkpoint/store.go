@@ -141,7 +141,7 @@ func (s *Store) save(m *Manifest, env map[string]string) error {
 		}
 	}
 	m.seal()
-	data, err := json.Marshal(m)
+	data, err := encodeManifest(m)
 	if err != nil {
 		return err
 	}
