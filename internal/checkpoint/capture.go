@@ -11,10 +11,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 )
 
 // Limits bound a snapshot; checked before anything is written.
@@ -73,8 +71,21 @@ func (s *Store) Capture(workspace string, opts CaptureOptions) (*Manifest, error
 	if _, err := os.Stat(s.manifestPath(opts.ID)); err == nil {
 		return nil, fmt.Errorf("snapshot %s already exists", opts.ID)
 	}
+	// The shared lock keeps garbage collection out from here to the
+	// manifest: the objects the stat cache vouches for stay in the store.
+	unlock, err := s.lock(false)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+
+	// The stat cache is read while the workspace is scanned: two costs of
+	// the same size, one CPU-bound and one bound by system calls.
+	prevc := make(chan statCache, 1)
+	go func() { prevc <- s.previous(opts.SandboxID) }()
 	scannedAt := time.Now().UnixNano()
 	entries, err := scan(workspace, opts.Filter)
+	prev := <-prevc
 	if err != nil {
 		return nil, err
 	}
@@ -88,16 +99,9 @@ func (s *Store) Capture(workspace string, opts CaptureOptions) (*Manifest, error
 		}
 	}
 
-	unlock, err := s.lock(false)
-	if err != nil {
-		return nil, err
-	}
-	defer unlock()
-
 	// Files the stat cache vouches for keep their digest; only the rest are
 	// read. The cache's snapshot is live and we hold the shared lock, so
 	// garbage collection cannot have taken its objects: no stat needed.
-	prev := s.previous(opts.SandboxID)
 	trustedBefore := prev.scannedAtNs - racyWindow.Nanoseconds()
 	var toRead []int
 	for i := range entries {
@@ -135,119 +139,6 @@ func (s *Store) Capture(workspace string, opts CaptureOptions) (*Manifest, error
 		return nil, err
 	}
 	return m, nil
-}
-
-// scan lists the workspace entries in scope, without reading file contents.
-func scan(workspace string, f Filter) ([]Entry, error) {
-	st, err := os.Stat(workspace)
-	if err != nil || !st.IsDir() {
-		return nil, fmt.Errorf("workspace %s is not a directory: %v", workspace, err)
-	}
-	// Directories are read concurrently (a bounded number at a time): the
-	// scan is most of an incremental capture, and it is all system calls.
-	// Order does not matter: seal sorts the entries.
-	var (
-		mu       sync.Mutex
-		entries  []Entry
-		firstErr error
-		wg       sync.WaitGroup
-		slots    = make(chan struct{}, scanParallelism)
-	)
-	fail := func(err error) {
-		mu.Lock()
-		if firstErr == nil {
-			firstErr = err
-		}
-		mu.Unlock()
-	}
-	var walk func(dir, rel string)
-	walk = func(dir, rel string) {
-		defer wg.Done()
-		slots <- struct{}{}
-		found, subdirs, err := scanDir(dir, rel, f)
-		<-slots
-		if err != nil {
-			fail(err)
-			return
-		}
-		mu.Lock()
-		entries = append(entries, found...)
-		mu.Unlock()
-		for _, sub := range subdirs {
-			wg.Add(1)
-			go walk(filepath.Join(dir, filepath.Base(sub)), sub)
-		}
-	}
-	wg.Add(1)
-	walk(workspace, "")
-	wg.Wait()
-	if firstErr != nil {
-		return nil, fmt.Errorf("unable to scan workspace %s: %w", workspace, firstErr)
-	}
-	return entries, nil
-}
-
-// scanParallelism bounds the directories read at once.
-const scanParallelism = 4
-
-// dirStat is one directory entry with its lstat facts (readDirStat).
-type dirStat struct {
-	name    string
-	mode    fs.FileMode
-	size    int64
-	mtimeNs int64
-}
-
-// scanDir reads one directory: its in-scope entries, and the subdirectories
-// (relative paths) the walk must descend into.
-func scanDir(dir, rel string, f Filter) (found []Entry, subdirs []string, err error) {
-	list, err := readDirStat(dir)
-	if err != nil {
-		return nil, nil, err
-	}
-	for _, d := range list {
-		r := d.name
-		if rel != "" {
-			r = rel + "/" + d.name
-		}
-		if f.Excluded(r) {
-			continue
-		}
-		// The manifest is JSON, which cannot hold other bytes in a string:
-		// refuse rather than store a name that would not restore as itself.
-		if !utf8.ValidString(d.name) {
-			return nil, nil, fmt.Errorf("file name %q is not valid UTF-8: rename it or exclude it with exclude_paths", r)
-		}
-		e := Entry{Path: r, Mode: uint32(d.mode.Perm())}
-		switch {
-		case d.mode.IsDir():
-			if !f.MayContain(r) {
-				continue
-			}
-			subdirs = append(subdirs, r)
-			if !f.Included(r) {
-				continue // walk through it for included children, but it is not itself in scope
-			}
-			e.Type = TypeDir
-		case d.mode.IsRegular():
-			if !f.Included(r) {
-				continue
-			}
-			e.Type, e.Size, e.MtimeNs = TypeFile, d.size, d.mtimeNs
-		case d.mode&fs.ModeSymlink != 0:
-			if !f.Included(r) {
-				continue
-			}
-			e.Type = TypeSymlink
-			if e.Target, err = os.Readlink(filepath.Join(dir, d.name)); err != nil {
-				return nil, nil, err
-			}
-		default:
-			continue // sockets, pipes, devices: not workspace content
-		}
-		found = append(found, e)
-	}
-	return found, subdirs, nil
 }
 
 func checkLimits(entries []Entry, l Limits) error {

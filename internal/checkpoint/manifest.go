@@ -145,7 +145,10 @@ func (m *Manifest) Check() error {
 
 // seal sorts entries, computes totals and the digest.
 func (m *Manifest) seal() {
-	slices.SortFunc(m.Entries, func(a, b Entry) int { return strings.Compare(a.Path, b.Path) })
+	byPath := func(a, b Entry) int { return strings.Compare(a.Path, b.Path) }
+	if !slices.IsSortedFunc(m.Entries, byPath) { // a capture's scan returns them sorted
+		slices.SortFunc(m.Entries, byPath)
+	}
 	m.SizeBytes, m.FileCount = 0, 0
 	for _, e := range m.Entries {
 		if e.Type == TypeFile {

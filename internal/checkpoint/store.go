@@ -141,20 +141,31 @@ func (s *Store) save(m *Manifest, env map[string]string) error {
 		}
 	}
 	m.seal()
-	data, err := encodeManifest(m)
-	if err != nil {
-		return err
-	}
-	if err := s.writeAtomic(s.manifestPath(m.ID), data); err != nil {
-		return err
-	}
-	// A pointer to the sandbox's newest snapshot: the next capture's stat
-	// cache, found without reading every manifest. Only an optimisation:
-	// a missing or stale pointer means a capture reads every file.
+	// The stat cache for the sandbox's next capture (statcache.go) is
+	// written alongside the manifest and named once the manifest is in
+	// place. Only an optimisation: without it a capture reads every file.
+	cache := make(chan string, 1)
 	if m.SandboxID != "" && m.Source == "" {
-		_ = s.writeFile(s.latestPath(m.SandboxID), encodeStatCache(m), false)
+		go func() {
+			tmp, err := s.writeTemp(encodeStatCache(m), false)
+			if err != nil {
+				tmp = ""
+			}
+			cache <- tmp
+		}()
+	} else {
+		cache <- ""
 	}
-	return nil
+	data, err := encodeManifest(m)
+	if err == nil {
+		err = s.writeAtomic(s.manifestPath(m.ID), data)
+	}
+	if tmp := <-cache; tmp != "" {
+		if err != nil || commit(tmp, s.latestPath(m.SandboxID)) != nil {
+			os.Remove(tmp)
+		}
+	}
+	return err
 }
 
 func (s *Store) writeAtomic(final string, data []byte) error {
@@ -164,27 +175,35 @@ func (s *Store) writeAtomic(final string, data []byte) error {
 // writeFile writes data under a temporary name and renames it to final;
 // sync flushes it to disk first (manifests and env; a cache need not be).
 func (s *Store) writeFile(final string, data []byte, sync bool) error {
-	f, err := s.tempFile()
+	tmp, err := s.writeTemp(data, sync)
 	if err != nil {
 		return err
 	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		os.Remove(f.Name())
+	if err := commit(tmp, final); err != nil {
+		os.Remove(tmp)
 		return err
 	}
-	if sync {
-		if err := f.Sync(); err != nil {
-			f.Close()
-			os.Remove(f.Name())
-			return err
-		}
+	return nil
+}
+
+// writeTemp writes data to a new temp file and returns its name.
+func (s *Store) writeTemp(data []byte, sync bool) (string, error) {
+	f, err := s.tempFile()
+	if err != nil {
+		return "", err
 	}
-	if err := f.Close(); err != nil {
+	_, err = f.Write(data)
+	if err == nil && sync {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
 		os.Remove(f.Name())
-		return err
+		return "", err
 	}
-	return commit(f.Name(), final)
+	return f.Name(), nil
 }
 
 // List returns every snapshot's summary, oldest first.
