@@ -9,7 +9,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -31,38 +33,24 @@ func StoreDir(h *hosts.Host) string { return h.Path(".sandboxer", "store") }
 
 // Client runs agent operations on hosts, installing the agent where needed.
 type Client struct {
-	once    sync.Once
-	self    string // this executable
-	digest  string // its sha256, naming the installed copy
-	selfErr error
-
 	mu        sync.Mutex
 	installed map[string]string // host name -> agent path there
+	digests   map[string]string // local agent binary -> its sha256 (prefix)
 }
 
-// NewClient returns a client; the executable is hashed on first use.
-func NewClient() *Client { return &Client{installed: map[string]string{}} }
+// NewClient returns a client.
+func NewClient() *Client {
+	return &Client{installed: map[string]string{}, digests: map[string]string{}}
+}
 
-func (c *Client) identify() error {
-	c.once.Do(func() {
-		c.self, c.selfErr = os.Executable()
-		if c.selfErr != nil {
-			return
-		}
-		f, err := os.Open(c.self)
-		if err != nil {
-			c.selfErr = err
-			return
-		}
-		defer f.Close()
-		h := sha256.New()
-		if _, err := io.Copy(h, f); err != nil {
-			c.selfErr = err
-			return
-		}
-		c.digest = hex.EncodeToString(h.Sum(nil))[:16]
-	})
-	return c.selfErr
+// AgentDirEnv names a directory of standalone agents (cmd/sandboxer-agent),
+// one per platform, named by AgentFileName.
+const AgentDirEnv = "SANDBOXER_AGENT_DIR"
+
+// AgentFileName is the file name of the standalone agent for platform
+// ("linux/arm64" -> "sandboxer-agent_linux_arm64").
+func AgentFileName(platform string) string {
+	return "sandboxer-agent_" + strings.ReplaceAll(platform, "/", "_")
 }
 
 // goPlatform maps `uname -sm` to GOOS/GOARCH.
@@ -78,32 +66,97 @@ func goPlatform(uname string) string {
 	return f[0] + "/" + arch
 }
 
-// agentPath returns the agent's path on h, copying this executable there
-// (once per version: the file is named by its digest) when missing.
-func (c *Client) agentPath(ctx context.Context, h *hosts.Host) (string, error) {
-	if err := c.identify(); err != nil {
+// binaryFor returns the local executable to install as the agent on a host
+// of platform: a standalone agent for it in $SANDBOXER_AGENT_DIR when there
+// is one (it is a fraction of the provider's size); else the provider's own
+// executable when the platforms match; else a standalone agent beside the
+// provider's executable, where release archives put the Linux ones.
+func binaryFor(platform string) (string, error) {
+	self, err := os.Executable()
+	if err != nil {
 		return "", fmt.Errorf("unable to locate the provider executable: %w", err)
 	}
+	name := AgentFileName(platform)
+	var looked []string
+	if dir := os.Getenv(AgentDirEnv); dir != "" {
+		p := filepath.Join(dir, name)
+		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() {
+			return p, nil
+		}
+		looked = append(looked, p)
+	}
+	own := runtime.GOOS + "/" + runtime.GOARCH
+	if platform == own {
+		return self, nil
+	}
+	p := filepath.Join(filepath.Dir(self), name)
+	if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() {
+		return p, nil
+	}
+	looked = append(looked, p)
+	goos, goarch, _ := strings.Cut(platform, "/")
+	return "", fmt.Errorf("checkpoints run an agent on the host, and this host is %s while the provider is %s: "+
+		"no %s agent found (looked for %s). Release archives ship Linux agents beside the provider; or build one "+
+		"with `CGO_ENABLED=0 GOOS=%s GOARCH=%s go build -o DIR/%s ./cmd/sandboxer-agent` and set %s=DIR",
+		platform, own, platform, strings.Join(looked, ", "), goos, goarch, name, AgentDirEnv)
+}
+
+// digestOf returns the sha256 (hex prefix) of a local binary, once per path.
+// The caller holds c.mu.
+func (c *Client) digestOf(path string) (string, error) {
+	if d, ok := c.digests[path]; ok {
+		return d, nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	d := hex.EncodeToString(h.Sum(nil))[:16]
+	c.digests[path] = d
+	return d, nil
+}
+
+// agentPath returns the agent's path on h, copying the agent for h's
+// platform there (once per version: the file is named by its digest) when
+// missing.
+func (c *Client) agentPath(ctx context.Context, h *hosts.Host) (string, error) {
 	if h.Local {
-		return c.self, nil
+		self, err := os.Executable()
+		if err != nil {
+			return "", fmt.Errorf("unable to locate the provider executable: %w", err)
+		}
+		return self, nil
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock() // one install per host at a time
 	if p, ok := c.installed[h.Host()]; ok {
 		return p, nil
 	}
-	p := h.Path(".sandboxer", "bin", "sandboxer-agent-"+c.digest)
-	out, err := hosts.Output(ctx, h, fmt.Sprintf("uname -sm; if test -x %s; then echo installed; fi", hosts.Quote(p)))
+	// One round trip: the platform, and the agents already installed.
+	dir := h.Path(".sandboxer", "bin")
+	out, err := hosts.Output(ctx, h, fmt.Sprintf("uname -sm; ls -1 -- %s 2>/dev/null || true", hosts.Quote(dir)))
 	if err != nil {
 		return "", err
 	}
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	want := runtime.GOOS + "/" + runtime.GOARCH
-	if got := goPlatform(lines[0]); got != want {
-		return "", fmt.Errorf("checkpoints run the provider's agent on the host, which needs a %s host; host %q is %s", want, h.Host(), got)
+	platform := goPlatform(lines[0])
+	bin, err := binaryFor(platform)
+	if err != nil {
+		return "", fmt.Errorf("host %q: %w", h.Host(), err)
 	}
-	if len(lines) < 2 {
-		f, err := os.Open(c.self)
+	digest, err := c.digestOf(bin)
+	if err != nil {
+		return "", fmt.Errorf("unable to read the agent %s: %w", bin, err)
+	}
+	name := "sandboxer-agent-" + digest
+	p := h.Path(".sandboxer", "bin", name)
+	if !slices.Contains(lines[1:], name) {
+		f, err := os.Open(bin)
 		if err != nil {
 			return "", err
 		}
