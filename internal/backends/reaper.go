@@ -32,14 +32,46 @@ func InstallReaper(ctx context.Context, h *hosts.Host) error {
 	if err := hosts.WriteFile(ctx, h, path, []byte(script), 0o700); err != nil {
 		return fmt.Errorf("unable to install the reaper on host %q: %w", h.Host(), err)
 	}
-	marker := "# sandboxer-reaper " + root
-	line := fmt.Sprintf("* * * * * sh %s >> %s 2>&1 %s", hosts.Quote(path), hosts.Quote(root+"/.sandboxer/reaper.log"), marker)
+	line := fmt.Sprintf("* * * * * sh %s >> %s 2>&1 %s", hosts.Quote(path), hosts.Quote(root+"/.sandboxer/reaper.log"), reaperMarker(root))
 	cron := fmt.Sprintf(`command -v crontab >/dev/null 2>&1 || exit 0
-{ crontab -l 2>/dev/null | grep -vF -- %s; echo %s; } | crontab -`, hosts.Quote(marker), hosts.Quote(line))
+{ crontab -l 2>/dev/null | %s; echo %s; } | crontab -`, dropLineEndingWith(hosts.Quote(reaperMarker(root))), hosts.Quote(line))
 	if err := h.Run(ctx, cron, nil, nil); err != nil {
 		return fmt.Errorf("unable to install the reaper's crontab entry on host %q: %w", h.Host(), err)
 	}
 	return nil
+}
+
+// UninstallReaper removes the reaper of h's root directory and its crontab
+// entry, leaving other crontab lines (other root directories' reapers
+// included) as they are. Nothing installed is success.
+func UninstallReaper(ctx context.Context, h *hosts.Host) error {
+	script := fmt.Sprintf(`cd -- %s 2>/dev/null || exit 0
+root=$(pwd -P)
+rm -f -- .sandboxer/bin/reaper.sh
+command -v crontab >/dev/null 2>&1 || exit 0
+crontab -l >/dev/null 2>&1 || exit 0
+crontab -l | %s | crontab -`, hosts.Quote(h.RootDir), dropLineEndingWith(`"`+reaperMarker("")+`$root"`))
+	if err := h.Run(ctx, script, nil, nil); err != nil {
+		return fmt.Errorf("unable to remove the reaper from host %q: %w", h.Host(), err)
+	}
+	return nil
+}
+
+// ReaperInstalled reports whether h's root directory has a reaper.
+func ReaperInstalled(ctx context.Context, h *hosts.Host) (bool, error) {
+	out, err := hosts.Output(ctx, h, fmt.Sprintf("if test -f %s; then echo yes; fi", hosts.Quote(ReaperPath(h))))
+	return strings.TrimSpace(string(out)) == "yes", err
+}
+
+// reaperMarker ends the crontab line of root's reaper.
+func reaperMarker(root string) string { return "# sandboxer-reaper " + root }
+
+// dropLineEndingWith is a shell filter dropping the lines that end with
+// marker (a shell word, expanded by the shell). Matching the end exactly
+// matters: a substring match would also take the line of a root directory
+// whose path merely starts with this one.
+func dropLineEndingWith(marker string) string {
+	return `M=` + marker + ` awk '{ m = ENVIRON["M"] } length($0) < length(m) || substr($0, length($0) - length(m) + 1) != m'`
 }
 
 // RunReaper runs the reaper on h now and returns the ids it removed.

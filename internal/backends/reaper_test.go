@@ -11,6 +11,8 @@ import (
 
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/backends"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/backends/composessh"
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/backends/vmattach"
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/hosts"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/testharness"
 )
 
@@ -22,7 +24,8 @@ func TestReaperRemovesOnlyExpiredSandboxes(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	h := testharness.SSHHost(t)
-	h.Reaper = true
+	h.Reaper = hosts.ReaperOn
+	t.Cleanup(func() { backends.UninstallReaper(context.Background(), h) }) // its crontab line
 	reg := backends.NewRegistry(composessh.New(""))
 	repo := testharness.ComposeRepo(t, testharness.Image(t), "app")
 	foreign := filepath.Join(h.RootDir, "someone-elses")
@@ -68,5 +71,89 @@ func TestReaperRemovesOnlyExpiredSandboxes(t *testing.T) {
 	// Running it again does nothing.
 	if again, err := backends.RunReaper(ctx, h); err != nil || len(again) != 0 {
 		t.Fatalf("second run: %v %v", again, err)
+	}
+}
+
+// reaper = true installs the reaper and its crontab line when a sandbox is
+// created; reaper = false removes exactly those, leaving every other line
+// (another root directory's reaper, whose path starts with this one's, too).
+func TestReaperOnAndOffInCrontab(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	h := testharness.SSHHost(t)
+	run := func(script string) string {
+		t.Helper()
+		out, err := hosts.Output(ctx, h, script)
+		if err != nil {
+			t.Fatalf("%s: %v", script, err)
+		}
+		return string(out)
+	}
+	if strings.TrimSpace(run("command -v crontab || true")) == "" {
+		if os.Getenv("SANDBOXER_REQUIRE_HARNESS") == "1" {
+			t.Fatal("crontab is missing: scripts/harness/install.sh installs cron")
+		}
+		t.Skip("crontab is missing: run scripts/harness/install.sh")
+	}
+	// The harness user's crontab is shared: put it back afterwards.
+	saved := run("crontab -l 2>/dev/null || true")
+	t.Cleanup(func() {
+		if strings.TrimSpace(saved) == "" {
+			hosts.Output(context.Background(), h, "crontab -r 2>/dev/null || true")
+			return
+		}
+		h.Run(context.Background(), "crontab -", strings.NewReader(saved), nil)
+	})
+	run("printf '0 3 * * * echo unrelated\\n' | crontab -")
+
+	root, err := filepath.EvalSymlinks(h.RootDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sibling := &hosts.Host{Transport: h.Transport, RootDir: root + "-sibling"} // same prefix
+	t.Cleanup(func() { os.RemoveAll(sibling.RootDir) })
+	if err := backends.InstallReaper(ctx, sibling); err != nil {
+		t.Fatal(err)
+	}
+
+	create := func(setting hosts.ReaperSetting) {
+		t.Helper()
+		h.Reaper = setting
+		reg := backends.NewRegistry(composessh.New(""), vmattach.New())
+		sb, err := reg.Create(ctx, backends.Request{ID: backends.NewID(), Profile: profile(t, "profile.workspace"), Host: h})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := reg.Destroy(ctx, h, sb.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lineOf := func(r string) string { return "# sandboxer-reaper " + r }
+
+	create(hosts.ReaperOn)
+	create(hosts.ReaperOn) // idempotent: still one line
+	tab := run("crontab -l")
+	if strings.Count(tab, lineOf(root)+"\n") != 1 || !strings.Contains(tab, lineOf(root+"-sibling")) || !strings.Contains(tab, "echo unrelated") {
+		t.Fatalf("after reaper = true, crontab:\n%s", tab)
+	}
+	if ok, err := backends.ReaperInstalled(ctx, h); err != nil || !ok {
+		t.Fatalf("reaper not installed: %v", err)
+	}
+
+	create(hosts.ReaperUnset) // unset leaves it alone
+	if ok, _ := backends.ReaperInstalled(ctx, h); !ok || !strings.Contains(run("crontab -l"), lineOf(root)+"\n") {
+		t.Fatal("an unset reaper argument removed the reaper")
+	}
+
+	create(hosts.ReaperOff)
+	tab = run("crontab -l")
+	if strings.Contains(tab, lineOf(root)+"\n") || !strings.Contains(tab, lineOf(root+"-sibling")+"\n") || !strings.Contains(tab, "echo unrelated") {
+		t.Fatalf("after reaper = false, want only this root's line gone; crontab:\n%s", tab)
+	}
+	if ok, err := backends.ReaperInstalled(ctx, h); err != nil || ok {
+		t.Fatalf("reaper = false left the script (err %v)", err)
+	}
+	if ok, _ := backends.ReaperInstalled(ctx, sibling); !ok {
+		t.Fatal("reaper = false removed another root directory's reaper")
 	}
 }

@@ -23,7 +23,7 @@ type Registry struct {
 	// Ledger charges metered sandboxes; nil when no credits_file is set.
 	Ledger *metering.Ledger
 
-	reapers sync.Map // host name -> struct{}: reaper installed by this process
+	reapers sync.Map // host name -> struct{}: reaper installed or removed by this process
 }
 
 // NewRegistry returns a registry of the given extensions.
@@ -85,14 +85,30 @@ func (r *Registry) Create(ctx context.Context, req Request) (*Sandbox, error) {
 	return r.create(ctx, ext, req)
 }
 
+// settleReaper installs or removes the host's reaper as its configuration
+// says, once per host and provider process.
+func (r *Registry) settleReaper(ctx context.Context, h *hosts.Host) error {
+	if h.Reaper == hosts.ReaperUnset {
+		return nil
+	}
+	if _, done := r.reapers.Load(h.Host()); done {
+		return nil
+	}
+	var err error
+	if h.Reaper == hosts.ReaperOn {
+		err = InstallReaper(ctx, h)
+	} else {
+		err = UninstallReaper(ctx, h)
+	}
+	if err == nil {
+		r.reapers.Store(h.Host(), struct{}{})
+	}
+	return err
+}
+
 func (r *Registry) create(ctx context.Context, ext Extension, req Request) (*Sandbox, error) {
-	if req.Host.Reaper {
-		if _, done := r.reapers.Load(req.Host.Host()); !done {
-			if err := InstallReaper(ctx, req.Host); err != nil {
-				return nil, err
-			}
-			r.reapers.Store(req.Host.Host(), struct{}{})
-		}
+	if err := r.settleReaper(ctx, req.Host); err != nil {
+		return nil, err
 	}
 	// A restore brings its own content; inputs are checked only when given.
 	if req.Fill == nil || len(req.Inputs) > 0 {

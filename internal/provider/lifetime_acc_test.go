@@ -45,6 +45,7 @@ func TestAccInventory_factsStaleAndReaper(t *testing.T) {
 	repo := testharness.ComposeRepo(t, testharness.Image(t), "app")
 	provider := strings.Replace(h.providerConfig(t), `    root_dir         = "`+h.rootDir+`"`, `    root_dir         = "`+h.rootDir+`"
     reaper           = true`, 1)
+	reaperOff := strings.Replace(provider, "reaper           = true", "reaper           = false", 1)
 	sandboxes := fmt.Sprintf(`
 resource "sandboxer_sandbox" "short" {
   profile = "profile.workspace"
@@ -133,6 +134,25 @@ data "sandboxer_host_inventory" "h" {
 					plancheck.ExpectResourceAction("sandboxer_sandbox.short", plancheck.ResourceActionCreate),
 					plancheck.ExpectResourceAction("sandboxer_sandbox.stack", plancheck.ResourceActionNoop),
 				}},
+			},
+			{
+				// reaper = false removes the reaper (and its crontab line)
+				// when a sandbox is next created on the host.
+				Config: reaperOff + sandboxes + `
+resource "sandboxer_sandbox" "later" {
+  profile = "profile.workspace"
+  host    = "harness"
+}
+`,
+				Check: func(s *terraform.State) error {
+					if _, err := os.Stat(filepath.Join(h.rootDir, ".sandboxer", "bin", "reaper.sh")); !os.IsNotExist(err) {
+						return fmt.Errorf("reaper = false left the reaper installed (%v)", err)
+					}
+					if tab, _ := exec.Command("crontab", "-l").Output(); strings.Contains(string(tab), "# sandboxer-reaper "+h.rootDir) {
+						return fmt.Errorf("reaper = false left its crontab line:\n%s", tab)
+					}
+					return nil
+				},
 			},
 		},
 	})

@@ -170,9 +170,10 @@ func (p *SandboxerProvider) Schema(_ context.Context, _ provider.SchemaRequest, 
 	hostAttrs["local"] = schema.BoolAttribute{Optional: true,
 		MarkdownDescription: "Run on the machine running Terraform, without SSH."}
 	hostAttrs["reaper"] = schema.BoolAttribute{Optional: true,
-		MarkdownDescription: "Install the host-side TTL reaper (a POSIX sh script under `root_dir/.sandboxer/bin`, plus a " +
+		MarkdownDescription: "`true`: install the host-side TTL reaper (a POSIX sh script under `root_dir/.sandboxer/bin`, plus a " +
 			"crontab entry running it every minute where the host has cron) when a sandbox is first created there. It tears down " +
-			"sandboxes whose `expires_at` has passed with nobody running Terraform, and touches nothing without a sandbox record."}
+			"sandboxes whose `expires_at` has passed with nobody running Terraform, and touches nothing without a sandbox record. " +
+			"`false`: remove that reaper and its crontab entry, if installed, at the same moment. Unset: leave the host as it is."}
 	hostAttrs["root_dir"] = schema.StringAttribute{Optional: true,
 		MarkdownDescription: "Directory on the host under which sandboxes, their records and the checkpoint store live. " +
 			"Default `~/.local/share/sandboxer` for local hosts and `sandboxer` (in the SSH user's home) for SSH hosts."}
@@ -281,7 +282,13 @@ func buildHost(hm hostModel) (*hosts.Host, error) {
 	if err != nil {
 		return nil, err
 	}
-	h.Reaper = hm.Reaper.ValueBool()
+	switch {
+	case hm.Reaper.IsNull() || hm.Reaper.IsUnknown():
+	case hm.Reaper.ValueBool():
+		h.Reaper = hosts.ReaperOn
+	default:
+		h.Reaper = hosts.ReaperOff
+	}
 	return h, nil
 }
 

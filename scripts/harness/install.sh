@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Installs from Debian the packages the test harness needs, but only those missing:
-# docker.io, docker-compose, openssh-server/-client, busybox-static, tar, iproute2.
+# docker.io, docker-compose, openssh-server/-client, busybox-static, tar, iproute2, and
+# cron (its crontab command: the reaper's crontab line is tested; the daemon is not started).
 # Waits for any running apt/dpkg (dpkg lock) instead of fighting it. Must run as root.
 set -euo pipefail
 
-PKGS=(docker.io docker-compose openssh-server openssh-client busybox-static tar iproute2)
+PKGS=(docker.io docker-compose openssh-server openssh-client busybox-static tar iproute2 cron)
 LOCK_WAIT="${SANDBOXER_APT_LOCK_WAIT:-1800}" # seconds
 
 die() { echo "install.sh: ERROR: $*" >&2; exit 1; }
