@@ -34,7 +34,7 @@ func InstallReaper(ctx context.Context, h *hosts.Host) error {
 	}
 	line := fmt.Sprintf("* * * * * sh %s >> %s 2>&1 %s", hosts.Quote(path), hosts.Quote(root+"/.sandboxer/reaper.log"), reaperMarker(root))
 	cron := fmt.Sprintf(`command -v crontab >/dev/null 2>&1 || exit 0
-{ crontab -l 2>/dev/null | %s; echo %s; } | crontab -`, dropLineEndingWith(hosts.Quote(reaperMarker(root))), hosts.Quote(line))
+{ crontab -l 2>/dev/null | %s; printf '%%s\n' %s; } | crontab -`, dropLineEndingWith(hosts.Quote(reaperMarker(root))), hosts.Quote(line))
 	if err := h.Run(ctx, cron, nil, nil); err != nil {
 		return fmt.Errorf("unable to install the reaper's crontab entry on host %q: %w", h.Host(), err)
 	}
@@ -45,12 +45,21 @@ func InstallReaper(ctx context.Context, h *hosts.Host) error {
 // entry, leaving other crontab lines (other root directories' reapers
 // included) as they are. Nothing installed is success.
 func UninstallReaper(ctx context.Context, h *hosts.Host) error {
-	script := fmt.Sprintf(`cd -- %s 2>/dev/null || exit 0
-root=$(pwd -P)
-rm -f -- .sandboxer/bin/reaper.sh
+	// A root directory removed since leaves its crontab line behind, failing
+	// every minute: the line is still removed, by the path as configured.
+	root := hosts.Quote(h.RootDir)
+	if !strings.HasPrefix(h.RootDir, "/") {
+		root = `"$HOME"/` + root
+	}
+	script := fmt.Sprintf(`if cd -- %[1]s 2>/dev/null; then
+	root=$(pwd -P)
+	rm -f -- .sandboxer/bin/reaper.sh
+else
+	root=%[1]s
+fi
 command -v crontab >/dev/null 2>&1 || exit 0
 crontab -l >/dev/null 2>&1 || exit 0
-crontab -l | %s | crontab -`, hosts.Quote(h.RootDir), dropLineEndingWith(`"`+reaperMarker("")+`$root"`))
+crontab -l | %[2]s | crontab -`, root, dropLineEndingWith(`"`+reaperMarker("")+`$root"`))
 	if err := h.Run(ctx, script, nil, nil); err != nil {
 		return fmt.Errorf("unable to remove the reaper from host %q: %w", h.Host(), err)
 	}

@@ -156,4 +156,13 @@ func TestReaperOnAndOffInCrontab(t *testing.T) {
 	if ok, _ := backends.ReaperInstalled(ctx, sibling); !ok {
 		t.Fatal("reaper = false removed another root directory's reaper")
 	}
+
+	// A root directory deleted by hand still has its line removed.
+	os.RemoveAll(sibling.RootDir)
+	if err := backends.UninstallReaper(ctx, sibling); err != nil {
+		t.Fatal(err)
+	}
+	if tab = run("crontab -l"); strings.Contains(tab, "sandboxer-reaper") || !strings.Contains(tab, "echo unrelated") {
+		t.Fatalf("after removing the reaper of a deleted root directory, crontab:\n%s", tab)
+	}
 }

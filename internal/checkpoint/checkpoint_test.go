@@ -458,6 +458,16 @@ func TestCaptureRefusesNonUTF8Names(t *testing.T) {
 	if list, _ := s.List(); len(list) != 0 {
 		t.Fatalf("a refused capture left snapshots: %v", list)
 	}
-	// Excluding it makes the workspace capturable.
+	// Excluding it, or leaving it out of the includes, makes the workspace capturable.
 	capture(t, s, ws, "s2", func(o *CaptureOptions) { o.Filter.Exclude = []string{"sub"} })
+	capture(t, s, ws, "s3", func(o *CaptureOptions) { o.Filter.Include = []string{"ok.txt"} })
+
+	// A symlink whose target JSON cannot hold is refused the same way.
+	if err := os.Symlink("target\xfe", filepath.Join(ws, "odd-link")); err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Capture(ws, CaptureOptions{ID: "s4", SandboxID: "sbx1", Now: now, Filter: Filter{Exclude: []string{"sub"}}})
+	if err == nil || !strings.Contains(err.Error(), "odd-link") || !strings.Contains(err.Error(), "not valid UTF-8") {
+		t.Fatalf("want a refusal naming odd-link, got %v", err)
+	}
 }

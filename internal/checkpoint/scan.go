@@ -120,16 +120,14 @@ func (n *scanNode) read(dir, rel string, f Filter) error {
 		if f.Excluded(r) {
 			continue
 		}
-		// The manifest is JSON, which cannot hold other bytes in a string:
-		// refuse rather than store a name that would not restore as itself.
-		if !utf8.ValidString(d.name) {
-			return fmt.Errorf("file name %q is not valid UTF-8: rename it or exclude it with exclude_paths", r)
-		}
 		e := Entry{Path: r, Mode: uint32(d.mode.Perm())}
 		switch {
 		case d.mode.IsDir():
 			if !f.MayContain(r) {
 				continue
+			}
+			if err := checkUTF8(r, d.name); err != nil {
+				return err
 			}
 			n.subdirKeys = append(n.subdirKeys, r+"/")
 			if !f.Included(r) {
@@ -149,12 +147,28 @@ func (n *scanNode) read(dir, rel string, f Filter) error {
 			if e.Target, err = os.Readlink(filepath.Join(dir, d.name)); err != nil {
 				return err
 			}
+			if !utf8.ValidString(e.Target) {
+				return fmt.Errorf("symlink %q points to %q, which is not valid UTF-8: change it or exclude it with exclude_paths", r, e.Target)
+			}
 		default:
 			continue // sockets, pipes, devices: not workspace content
+		}
+		if err := checkUTF8(r, d.name); err != nil {
+			return err
 		}
 		n.entries = append(n.entries, e)
 	}
 	slices.Sort(n.subdirKeys) // "a-b/" < "a/" although "a" < "a-b"
 	n.subdirs = make([]*scanNode, len(n.subdirKeys))
+	return nil
+}
+
+// checkUTF8 refuses a name the JSON manifest cannot hold (it would store
+// U+FFFD instead, and the snapshot would not restore the name as itself).
+// Only names in scope are checked: an excluded one does not matter.
+func checkUTF8(rel, name string) error {
+	if !utf8.ValidString(name) {
+		return fmt.Errorf("file name %q is not valid UTF-8: rename it or exclude it with exclude_paths", rel)
+	}
 	return nil
 }
