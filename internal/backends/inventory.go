@@ -26,6 +26,9 @@ type HostFacts struct {
 	DockerVersion, ComposeVersion string
 	StoreBytes                    int64
 	StoreSnapshots                int
+	// The TTL reaper of root_dir: its script is there, and a crontab line
+	// runs it.
+	ReaperInstalled, ReaperScheduled bool
 }
 
 // SandboxInfo is one sandbox found on a host.
@@ -38,7 +41,8 @@ type SandboxInfo struct {
 	Stale bool
 }
 
-// factsScript prints key=value lines; root is quoted by the caller.
+// factsScript prints key=value lines; root is quoted by the caller, and the
+// crontab check comes from reaper.go.
 const factsScript = `root=%[1]s
 echo "uname=$(uname -s)|$(uname -m)|$(uname -r)"
 echo "nproc=$(nproc 2>/dev/null || getconf _NPROCESSORS_ONLN 2>/dev/null)"
@@ -49,11 +53,15 @@ if [ -r /proc/loadavg ]; then echo "load=$(cut -d' ' -f1-3 /proc/loadavg)"; fi
 echo "docker=$(docker version --format '{{.Server.Version}}' 2>/dev/null)"
 echo "compose=$( (docker compose version --short 2>/dev/null || docker-compose version --short 2>/dev/null) | head -n 1)"
 echo "store=$(du -sk -- "$root/.sandboxer/store" 2>/dev/null | cut -f1)|$(ls -- "$root/.sandboxer/store/snapshots" 2>/dev/null | grep -c '\.json$')"
+if [ -f "$root/.sandboxer/bin/reaper.sh" ]; then echo "reaper_installed=1"; fi
+if abs=$(cd -- "$root" 2>/dev/null && pwd -P); then
+	%[2]s
+fi
 `
 
 // Facts gathers a host's facts.
 func (r *Registry) Facts(ctx context.Context, h *hosts.Host) (HostFacts, error) {
-	out, err := hosts.Output(ctx, h, fmt.Sprintf(factsScript, hosts.Quote(h.RootDir)))
+	out, err := hosts.Output(ctx, h, fmt.Sprintf(factsScript, hosts.Quote(h.RootDir), reaperScheduledCheck()))
 	if err != nil {
 		return HostFacts{}, err
 	}
@@ -95,6 +103,10 @@ func parseFacts(out string) HostFacts {
 			f.DockerVersion = strings.TrimSpace(v)
 		case "compose":
 			f.ComposeVersion = strings.TrimPrefix(strings.TrimSpace(v), "v")
+		case "reaper_installed":
+			f.ReaperInstalled = v == "1"
+		case "reaper_scheduled":
+			f.ReaperScheduled = v == "1"
 		case "store":
 			if len(parts) == 2 {
 				f.StoreBytes, f.StoreSnapshots = num(parts[0])*1024, int(num(parts[1]))

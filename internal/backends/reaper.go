@@ -66,21 +66,25 @@ crontab -l | %[2]s | crontab -`, root, dropLineEndingWith(`"`+reaperMarker("")+`
 	return nil
 }
 
-// ReaperInstalled reports whether h's root directory has a reaper.
-func ReaperInstalled(ctx context.Context, h *hosts.Host) (bool, error) {
-	out, err := hosts.Output(ctx, h, fmt.Sprintf("if test -f %s; then echo yes; fi", hosts.Quote(ReaperPath(h))))
-	return strings.TrimSpace(string(out)) == "yes", err
-}
-
 // reaperMarker ends the crontab line of root's reaper.
 func reaperMarker(root string) string { return "# sandboxer-reaper " + root }
 
+// endsWithM is an awk condition: the line ends with the environment
+// variable M. Matching the end exactly matters: a substring match would
+// also take the line of a root directory whose path merely starts with
+// this one's.
+const endsWithM = `length($0) >= length(ENVIRON["M"]) && substr($0, length($0) - length(ENVIRON["M"]) + 1) == ENVIRON["M"]`
+
 // dropLineEndingWith is a shell filter dropping the lines that end with
-// marker (a shell word, expanded by the shell). Matching the end exactly
-// matters: a substring match would also take the line of a root directory
-// whose path merely starts with this one.
+// marker (a shell word, expanded by the shell).
 func dropLineEndingWith(marker string) string {
-	return `M=` + marker + ` awk '{ m = ENVIRON["M"] } length($0) < length(m) || substr($0, length($0) - length(m) + 1) != m'`
+	return `M=` + marker + ` awk '!(` + endsWithM + `)'`
+}
+
+// reaperScheduledCheck is shell printing "reaper_scheduled=1" when the
+// crontab has the line of the reaper of the absolute root in $abs.
+func reaperScheduledCheck() string {
+	return `crontab -l 2>/dev/null | M="` + reaperMarker("") + `$abs" awk '` + endsWithM + ` { print "reaper_scheduled=1"; exit }'`
 }
 
 // RunReaper runs the reaper on h now and returns the ids it removed.

@@ -116,6 +116,14 @@ func TestReaperOnAndOffInCrontab(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	facts := func(host *hosts.Host) backends.HostFacts {
+		t.Helper()
+		f, err := backends.NewRegistry().Facts(ctx, host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
 	create := func(setting hosts.ReaperSetting) {
 		t.Helper()
 		h.Reaper = setting
@@ -136,12 +144,12 @@ func TestReaperOnAndOffInCrontab(t *testing.T) {
 	if strings.Count(tab, lineOf(root)+"\n") != 1 || !strings.Contains(tab, lineOf(root+"-sibling")) || !strings.Contains(tab, "echo unrelated") {
 		t.Fatalf("after reaper = true, crontab:\n%s", tab)
 	}
-	if ok, err := backends.ReaperInstalled(ctx, h); err != nil || !ok {
-		t.Fatalf("reaper not installed: %v", err)
+	if f := facts(h); !f.ReaperInstalled || !f.ReaperScheduled {
+		t.Fatalf("after reaper = true, the host's facts say installed %v, scheduled %v", f.ReaperInstalled, f.ReaperScheduled)
 	}
 
 	create(hosts.ReaperUnset) // unset leaves it alone
-	if ok, _ := backends.ReaperInstalled(ctx, h); !ok || !strings.Contains(run("crontab -l"), lineOf(root)+"\n") {
+	if f := facts(h); !f.ReaperInstalled || !f.ReaperScheduled {
 		t.Fatal("an unset reaper argument removed the reaper")
 	}
 
@@ -150,10 +158,10 @@ func TestReaperOnAndOffInCrontab(t *testing.T) {
 	if strings.Contains(tab, lineOf(root)+"\n") || !strings.Contains(tab, lineOf(root+"-sibling")+"\n") || !strings.Contains(tab, "echo unrelated") {
 		t.Fatalf("after reaper = false, want only this root's line gone; crontab:\n%s", tab)
 	}
-	if ok, err := backends.ReaperInstalled(ctx, h); err != nil || ok {
-		t.Fatalf("reaper = false left the script (err %v)", err)
+	if f := facts(h); f.ReaperInstalled || f.ReaperScheduled {
+		t.Fatalf("after reaper = false, the host's facts say installed %v, scheduled %v", f.ReaperInstalled, f.ReaperScheduled)
 	}
-	if ok, _ := backends.ReaperInstalled(ctx, sibling); !ok {
+	if f := facts(sibling); !f.ReaperInstalled || !f.ReaperScheduled {
 		t.Fatal("reaper = false removed another root directory's reaper")
 	}
 

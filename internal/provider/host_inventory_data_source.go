@@ -51,6 +51,8 @@ type hostInventoryModel struct {
 	StaleSandboxIDs   types.List    `tfsdk:"stale_sandbox_ids"`
 	StoreBytes        types.Int64   `tfsdk:"store_bytes"`
 	StoreSnapshots    types.Int64   `tfsdk:"store_snapshot_count"`
+	ReaperInstalled   types.Bool    `tfsdk:"reaper_installed"`
+	ReaperScheduled   types.Bool    `tfsdk:"reaper_scheduled"`
 	CanaryOK          types.Bool    `tfsdk:"canary_ok"`
 	CanaryReadyMs     types.Int64   `tfsdk:"canary_ready_ms"`
 	CanaryError       types.String  `tfsdk:"canary_error"`
@@ -107,9 +109,13 @@ func (d *HostInventoryDataSource) Schema(_ context.Context, _ datasource.SchemaR
 				MarkdownDescription: "Expired sandboxes, and half-dead ones: a workspace without its services, or services without their workspace."},
 			"store_bytes":          i64("Size of the host's checkpoint store."),
 			"store_snapshot_count": i64("Snapshots in it."),
-			"canary_ok":            schema.BoolAttribute{Computed: true, MarkdownDescription: "Canary result (null without `run_canary`)."},
-			"canary_ready_ms":      i64("Canary create → ready, in milliseconds."),
-			"canary_error":         str("Why the canary failed, when it did."),
+			"reaper_installed": schema.BoolAttribute{Computed: true,
+				MarkdownDescription: "The TTL reaper's script is installed under `root_dir/.sandboxer/bin` (see the host's `reaper` argument)."},
+			"reaper_scheduled": schema.BoolAttribute{Computed: true,
+				MarkdownDescription: "The crontab of the host's user has the line that runs that reaper every minute."},
+			"canary_ok":       schema.BoolAttribute{Computed: true, MarkdownDescription: "Canary result (null without `run_canary`)."},
+			"canary_ready_ms": i64("Canary create → ready, in milliseconds."),
+			"canary_error":    str("Why the canary failed, when it did."),
 		},
 	}
 }
@@ -157,6 +163,7 @@ func (d *HostInventoryDataSource) Read(ctx context.Context, req datasource.ReadR
 	m.Load1, m.Load5, m.Load15 = types.Float64Value(facts.Load1), types.Float64Value(facts.Load5), types.Float64Value(facts.Load15)
 	m.DockerVersion, m.ComposeVersion = types.StringValue(facts.DockerVersion), types.StringValue(facts.ComposeVersion)
 	m.StoreBytes, m.StoreSnapshots = types.Int64Value(facts.StoreBytes), types.Int64Value(int64(facts.StoreSnapshots))
+	m.ReaperInstalled, m.ReaperScheduled = types.BoolValue(facts.ReaperInstalled), types.BoolValue(facts.ReaperScheduled)
 
 	list, err := d.data.registry.Sandboxes(ctx, h)
 	if err != nil {
@@ -214,4 +221,5 @@ func (m *hostInventoryModel) blank() {
 	m.Sandboxes = types.ListValueMust(inventorySandboxType, []attr.Value{})
 	m.StaleSandboxIDs = types.ListValueMust(types.StringType, []attr.Value{})
 	m.CanaryOK = types.BoolNull()
+	m.ReaperInstalled, m.ReaperScheduled = types.BoolValue(false), types.BoolValue(false)
 }

@@ -38,6 +38,11 @@ func hostSays(t *testing.T, script string) string {
 	return strings.TrimSpace(string(out))
 }
 
+// hostHasCrontab: "true" when the harness host can schedule the reaper.
+func hostHasCrontab(t *testing.T) string {
+	return strconv.FormatBool(hostSays(t, "command -v crontab || true") != "")
+}
+
 func TestAccInventory_factsStaleAndReaper(t *testing.T) {
 	testAccPreCheck(t)
 	testharness.RequireDocker(t)
@@ -101,6 +106,8 @@ data "sandboxer_host_inventory" "h" {
 						}(), 10),
 						"sandboxes.#":         "2",
 						"stale_sandbox_ids.#": "2",
+						"reaper_installed":    "true",
+						"reaper_scheduled":    hostHasCrontab(t),
 					}
 					for k, want := range checks {
 						if inv[k] != want {
