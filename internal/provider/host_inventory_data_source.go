@@ -77,6 +77,9 @@ func (d *HostInventoryDataSource) Schema(_ context.Context, _ datasource.SchemaR
 	f64 := func(desc string) schema.Float64Attribute {
 		return schema.Float64Attribute{Computed: true, MarkdownDescription: desc}
 	}
+	boolean := func(desc string) schema.BoolAttribute {
+		return schema.BoolAttribute{Computed: true, MarkdownDescription: desc}
+	}
 	resp.Schema = schema.Schema{
 		MarkdownDescription: "What runs where: a host's facts, its sandboxes (from the records they leave on it) with their live " +
 			"status, the stale ones, checkpoint store usage, and optionally a canary run that proves the host can create, " +
@@ -88,7 +91,7 @@ func (d *HostInventoryDataSource) Schema(_ context.Context, _ datasource.SchemaR
 				MarkdownDescription: "Deploy `profile.sandbox-canary` on the host, time create → ready, and tear it down. Nothing of it remains, whatever happens."},
 			"allow_unreachable": schema.BoolAttribute{Optional: true,
 				MarkdownDescription: "An unreachable host gives `reachable = false` and `unreachable_reason` instead of failing the plan."},
-			"reachable":              schema.BoolAttribute{Computed: true, MarkdownDescription: "Whether the host answered."},
+			"reachable":              boolean("Whether the host answered."),
 			"unreachable_reason":     str("Why it did not, when it did not."),
 			"os":                     str("Operating system (`uname -s`, lower case)."),
 			"arch":                   str("Machine architecture (`uname -m`)."),
@@ -109,13 +112,11 @@ func (d *HostInventoryDataSource) Schema(_ context.Context, _ datasource.SchemaR
 				MarkdownDescription: "Expired sandboxes, and half-dead ones: a workspace without its services, or services without their workspace."},
 			"store_bytes":          i64("Size of the host's checkpoint store."),
 			"store_snapshot_count": i64("Snapshots in it."),
-			"reaper_installed": schema.BoolAttribute{Computed: true,
-				MarkdownDescription: "The TTL reaper's script is installed under `root_dir/.sandboxer/bin` (see the host's `reaper` argument)."},
-			"reaper_scheduled": schema.BoolAttribute{Computed: true,
-				MarkdownDescription: "The crontab of the host's user has the line that runs that reaper every minute."},
-			"canary_ok":       schema.BoolAttribute{Computed: true, MarkdownDescription: "Canary result (null without `run_canary`)."},
-			"canary_ready_ms": i64("Canary create → ready, in milliseconds."),
-			"canary_error":    str("Why the canary failed, when it did."),
+			"reaper_installed":     boolean("The TTL reaper's script is installed under `root_dir/.sandboxer/bin` (see the host's `reaper` argument)."),
+			"reaper_scheduled":     boolean("The crontab of the host's user has the line that runs that reaper every minute."),
+			"canary_ok":            boolean("Canary result (null without `run_canary`)."),
+			"canary_ready_ms":      i64("Canary create → ready, in milliseconds."),
+			"canary_error":         str("Why the canary failed, when it did."),
 		},
 	}
 }
