@@ -10,6 +10,7 @@ output "build_1" {
     stale_sandbox_ids = data.sandboxer_host_inventory.build_1.stale_sandbox_ids # expired or half-dead sandboxes
     disk_free_bytes   = data.sandboxer_host_inventory.build_1.disk_free_bytes   # on the filesystem holding root_dir
     docker_version    = data.sandboxer_host_inventory.build_1.docker_version    # "" without docker
+    reaper_scheduled  = data.sandboxer_host_inventory.build_1.reaper_scheduled  # cron runs the TTL reaper (reaper = true)
     sandboxes = {
       for s in data.sandboxer_host_inventory.build_1.sandboxes :
       s.id => "${s.profile}: ${s.status}, expires ${s.expires_at == "" ? "never" : s.expires_at}"
