@@ -7,6 +7,7 @@ package backends
 import (
 	"context"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/catalog"
@@ -34,9 +35,26 @@ type Sandbox struct {
 	CreatedAt      time.Time         `json:"created_at"`
 	ReadyAt        *time.Time        `json:"ready_at,omitempty"`
 	ExpiresAt      *time.Time        `json:"expires_at,omitempty"` // from the ttl; what a reaper acts on
+	// TTL is the lifetime as the configuration wrote it ("2h", "120m"), so
+	// an import reads back the same string and plans clean.
+	TTL string `json:"ttl,omitempty"`
 	// Metered sandboxes are charged for their lifetime on teardown.
 	HourlyPriceUSD float64 `json:"hourly_price_usd,omitempty"`
 	QuoteUSD       float64 `json:"quote_usd,omitempty"`
+}
+
+// FormatTTL writes a lifetime the way people write one: "2h", "1h30m",
+// "45m", not time.Duration's "2h0m0s". An import of a record that predates
+// the record's ttl field reads this.
+func FormatTTL(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 // Sandbox states reported by Inspect.
@@ -73,8 +91,10 @@ type Request struct {
 	Fill func(ctx context.Context, workspace string) error
 	// Extension, when set, overrides the profile's (routing chose another).
 	Extension string
-	// TTL, when set, gives the sandbox an expiry.
-	TTL time.Duration
+	// TTL, when set, gives the sandbox an expiry; TTLText is how the
+	// configuration wrote it (kept in the record).
+	TTL     time.Duration
+	TTLText string
 	// Metered, when set, charges the sandbox through the registry's ledger:
 	// a hold of QuoteUSD at create, the measured lifetime at teardown.
 	Metered *Metering
@@ -104,6 +124,20 @@ type Extension interface {
 	// a sandbox already (partly) gone is success. sb may hold only ID and
 	// WorkspaceDir when the record itself is lost.
 	Teardown(ctx context.Context, h *hosts.Host, sb *Sandbox) error
+}
+
+// Planner is an Extension that can tell at plan time, from the client
+// alone, what a sandbox will run. env is what the workspace .env will hold
+// (empty when the sandbox writes none).
+type Planner interface {
+	Plan(p *catalog.Profile, inputs, env map[string]string) (Plan, error)
+}
+
+// Plan is what a Planner learned: the services (sorted by name) and
+// warnings for the plan.
+type Plan struct {
+	Services []string
+	Warnings []string
 }
 
 // Snapshotter is an Extension whose sandboxes can be checkpointed. It says

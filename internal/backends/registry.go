@@ -122,7 +122,7 @@ func (r *Registry) create(ctx context.Context, ext Extension, req Request) (*San
 	}
 	if req.TTL > 0 {
 		exp := sb.CreatedAt.Add(req.TTL)
-		sb.ExpiresAt = &exp
+		sb.ExpiresAt, sb.TTL = &exp, req.TTLText
 	}
 	if req.Metered != nil {
 		sb.HourlyPriceUSD, sb.QuoteUSD = req.Metered.HourlyPriceUSD, req.Metered.QuoteUSD

@@ -22,8 +22,19 @@ type entry struct {
 	link string // symlink target
 }
 
-// walk lists dir's entries in a stable order. Sockets, devices and pipes are
-// skipped: they cannot be copied meaningfully.
+// root resolves dir when it is itself a symlink (a monorepo or CI checkout
+// often links the app's directory): the tree it points to is what is hashed
+// and copied, as `rsync dir/ dest/` would. Links inside the tree stay links.
+func root(dir string) (string, error) {
+	st, err := os.Lstat(dir)
+	if err != nil || st.Mode()&fs.ModeSymlink == 0 {
+		return dir, err
+	}
+	return filepath.EvalSymlinks(dir)
+}
+
+// walk lists the entries of dir (resolved by root) in a stable order.
+// Sockets, devices and pipes are skipped: they cannot be copied meaningfully.
 func walk(dir string) ([]entry, error) {
 	var out []entry
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
@@ -62,6 +73,10 @@ func walk(dir string) ([]entry, error) {
 // target and file content below dir. Modification times are left out so
 // that a fresh checkout of the same content hashes the same.
 func Hash(dir string) (string, error) {
+	dir, err := root(dir)
+	if err != nil {
+		return "", err
+	}
 	entries, err := walk(dir)
 	if err != nil {
 		return "", err
@@ -83,6 +98,10 @@ func Hash(dir string) (string, error) {
 // WriteTar writes dir's contents as a tar stream rooted at ".".
 // Symlinks are stored as links, never followed.
 func WriteTar(w io.Writer, dir string) error {
+	dir, err := root(dir)
+	if err != nil {
+		return err
+	}
 	entries, err := walk(dir)
 	if err != nil {
 		return err

@@ -87,3 +87,45 @@ func TestWriteTarKeepsSymlinksAsLinks(t *testing.T) {
 		t.Fatalf("regular file missing: %+v", h)
 	}
 }
+
+// A repo that is a symlink to a directory is the tree it points to; links
+// inside the tree stay links.
+func TestSymlinkedRootIsFollowedInnerLinksKept(t *testing.T) {
+	base := t.TempDir()
+	real := filepath.Join(base, "apps", "web")
+	write(t, filepath.Join(real, "docker-compose.yml"), "services: {}\n")
+	if err := os.Symlink("docker-compose.yml", filepath.Join(real, "compose-link.yml")); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(base, "web")
+	if err := os.Symlink(filepath.Join("apps", "web"), link); err != nil {
+		t.Fatal(err)
+	}
+	hReal, err := Hash(real)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hLink, err := Hash(link); err != nil || hLink != hReal {
+		t.Fatalf("hash through the link = %s, %v; of the tree = %s", hLink, err, hReal)
+	}
+	var buf bytes.Buffer
+	if err := WriteTar(&buf, link); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	tr := tar.NewReader(&buf)
+	for {
+		hdr, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		got[hdr.Name] = string(hdr.Typeflag) + hdr.Linkname
+	}
+	want := map[string]string{"docker-compose.yml": string(tar.TypeReg), "compose-link.yml": string(tar.TypeSymlink) + "docker-compose.yml"}
+	if len(got) != len(want) || got["docker-compose.yml"] != want["docker-compose.yml"] || got["compose-link.yml"] != want["compose-link.yml"] {
+		t.Fatalf("tar of the linked repo holds %v, want %v", got, want)
+	}
+}

@@ -28,6 +28,7 @@ import (
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/events"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/hosts"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/metering"
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/safepath"
 )
 
 var _ provider.Provider = &SandboxerProvider{}
@@ -151,11 +152,11 @@ func sshAttributes() map[string]schema.Attribute {
 		"private_key": schema.StringAttribute{Optional: true, Sensitive: true,
 			MarkdownDescription: "PEM private key for public-key authentication."},
 		"private_key_file": schema.StringAttribute{Optional: true,
-			MarkdownDescription: "Path of a PEM private key file, read when the provider is configured."},
+			MarkdownDescription: "Path of a PEM private key file, read when the provider is configured. A leading `~/` is the home directory of the user running Terraform, as in ssh."},
 		"use_agent": schema.BoolAttribute{Optional: true,
 			MarkdownDescription: "Also authenticate with the keys of the SSH agent at `SSH_AUTH_SOCK`."},
 		"known_hosts_file": schema.StringAttribute{Optional: true,
-			MarkdownDescription: "known_hosts file the host key is verified against. Default `~/.ssh/known_hosts`."},
+			MarkdownDescription: "known_hosts file the host key is verified against. Default `~/.ssh/known_hosts`; a leading `~/` is the home directory of the user running Terraform."},
 		"host_key": schema.StringAttribute{Optional: true,
 			MarkdownDescription: "Pinned public host key in authorized_keys form (`ssh-ed25519 AAAA...`); takes precedence over `known_hosts_file`."},
 		"insecure_ignore_host_key": schema.BoolAttribute{Optional: true,
@@ -323,12 +324,16 @@ func buildTransport(hm hostModel) (*hosts.Host, error) {
 }
 
 func sshConfig(name string, m sshModel) (hosts.SSHConfig, error) {
+	knownHosts, err := safepath.ExpandHome(m.KnownHostsFile.ValueString())
+	if err != nil {
+		return hosts.SSHConfig{}, fmt.Errorf("host %q: known_hosts_file: %w", name, err)
+	}
 	cfg := hosts.SSHConfig{
 		Name:                  name,
 		Address:               m.Address.ValueString(),
 		User:                  m.User.ValueString(),
 		UseAgent:              m.UseAgent.ValueBool(),
-		KnownHostsFile:        m.KnownHostsFile.ValueString(),
+		KnownHostsFile:        knownHosts,
 		HostKey:               m.HostKey.ValueString(),
 		InsecureIgnoreHostKey: m.InsecureIgnoreHostKey.ValueBool(),
 	}
@@ -338,7 +343,11 @@ func sshConfig(name string, m sshModel) (hosts.SSHConfig, error) {
 	case m.PrivateKey.ValueString() != "":
 		cfg.PrivateKey = []byte(m.PrivateKey.ValueString())
 	case m.PrivateKeyFile.ValueString() != "":
-		key, err := os.ReadFile(m.PrivateKeyFile.ValueString())
+		file, err := safepath.ExpandHome(m.PrivateKeyFile.ValueString())
+		if err != nil {
+			return cfg, fmt.Errorf("host %q: private_key_file: %w", name, err)
+		}
+		key, err := os.ReadFile(file)
 		if err != nil {
 			return cfg, fmt.Errorf("host %q: unable to read private_key_file: %w", name, err)
 		}

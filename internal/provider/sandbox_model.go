@@ -19,6 +19,8 @@ type sandboxModel struct {
 	Host             types.String   `tfsdk:"host"`
 	Inputs           types.Map      `tfsdk:"inputs"`
 	Env              types.Map      `tfsdk:"env"`
+	EnvWO            types.Map      `tfsdk:"env_wo"` // write-only: always null here but in the config
+	EnvWOVersion     types.Int64    `tfsdk:"env_wo_version"`
 	Labels           types.Map      `tfsdk:"labels"`
 	Extension        types.String   `tfsdk:"extension"`
 	Status           types.String   `tfsdk:"status"`
@@ -61,8 +63,11 @@ func (m *sandboxModel) fromBackend(ctx context.Context, sb *backends.Sandbox, st
 	m.ExpiresAt = types.StringNull()
 	if sb.ExpiresAt != nil {
 		m.ExpiresAt = types.StringValue(sb.ExpiresAt.UTC().Format(time.RFC3339))
-		if m.TTL.IsNull() { // import: the lifetime is what the host records
-			m.TTL = types.StringValue(sb.ExpiresAt.Sub(sb.CreatedAt).String())
+		if m.TTL.IsNull() { // import: the lifetime as the host records it
+			m.TTL = types.StringValue(sb.TTL)
+			if sb.TTL == "" {
+				m.TTL = types.StringValue(backends.FormatTTL(sb.ExpiresAt.Sub(sb.CreatedAt)))
+			}
 		}
 	}
 	m.EstimatedCostUSD = types.Float64Null()

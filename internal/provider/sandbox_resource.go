@@ -4,16 +4,21 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
+	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/mapplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
@@ -29,7 +34,8 @@ var (
 	_ resource.Resource                = &SandboxResource{}
 	_ resource.ResourceWithConfigure   = &SandboxResource{}
 	_ resource.ResourceWithModifyPlan  = &SandboxResource{}
-	_ resource.ResourceWithImportState = &SandboxResource{}
+	_ resource.ResourceWithImportState    = &SandboxResource{}
+	_ resource.ResourceWithValidateConfig = &SandboxResource{}
 )
 
 // Default timeouts: compose stacks may build images on first start.
@@ -74,8 +80,16 @@ func (r *SandboxResource) Schema(ctx context.Context, _ resource.SchemaRequest, 
 				PlanModifiers:       []planmodifier.Map{mapplanmodifier.RequiresReplace()},
 				MarkdownDescription: "Inputs the profile declares, e.g. `repo`: a local directory copied into the workspace. Values are never interpreted by a shell."},
 			"env": schema.MapAttribute{Optional: true, Sensitive: true, ElementType: types.StringType,
-				PlanModifiers:       []planmodifier.Map{mapplanmodifier.RequiresReplace()},
-				MarkdownDescription: "Environment written to the workspace as `.env` (mode 0600; the compose `.env`). Never stored in the host record."},
+				PlanModifiers: []planmodifier.Map{mapplanmodifier.RequiresReplace()},
+				MarkdownDescription: "Environment written to the workspace as `.env` (mode 0600; the compose `.env`). Never stored in the host record, " +
+					"but kept in Terraform state like every argument (`sensitive` only hides it from the UI): use `env_wo` for secrets."},
+			"env_wo": schema.MapAttribute{Optional: true, Sensitive: true, WriteOnly: true, ElementType: types.StringType,
+				MarkdownDescription: "Write-only environment, merged into the workspace `.env` beside `env` (names may not repeat). Read from the " +
+					"configuration when the sandbox is created and never stored: not in state, plan, the host record or logs, not even as a hash. " +
+					"Change `env_wo_version` to roll out new values (the sandbox is replaced). Needs Terraform >= 1.11 or OpenTofu >= 1.11."},
+			"env_wo_version": schema.Int64Attribute{Optional: true,
+				PlanModifiers:       []planmodifier.Int64{int64planmodifier.RequiresReplace()},
+				MarkdownDescription: "Version of `env_wo`: since write-only values are not stored, changing them shows no diff; change this number to replace the sandbox with the new values."},
 			"labels": schema.MapAttribute{Optional: true, ElementType: types.StringType,
 				MarkdownDescription: "Free-form labels kept in the host record. Changing them updates in place."},
 			"extension": schema.StringAttribute{Computed: true, PlanModifiers: stable,
@@ -87,7 +101,8 @@ func (r *SandboxResource) Schema(ctx context.Context, _ resource.SchemaRequest, 
 			"compose_project": schema.StringAttribute{Computed: true, PlanModifiers: stable,
 				MarkdownDescription: "Compose project name (compose sandboxes only)."},
 			"services": schema.ListAttribute{Computed: true, ElementType: serviceType,
-				MarkdownDescription: "Compose services with their state (`running`, `starting`, `unhealthy`, `exited`, `missing`, ...)."},
+				MarkdownDescription: "Compose services, sorted by name, with their state (`running`, `starting`, `unhealthy`, `exited`, `missing`, ...). " +
+					"The names are known at plan time: the compose file is loaded on this machine the way `docker compose` loads it."},
 			"source_hash": schema.StringAttribute{Computed: true,
 				MarkdownDescription: "Content hash of the `repo` input directory, computed at plan time: editing a file in it plans a replacement."},
 			"created_at": schema.StringAttribute{Computed: true, PlanModifiers: stable,
@@ -216,6 +231,8 @@ func (r *SandboxResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 		return
 	}
 
+	// Known when the extension reads its inputs at plan time.
+	var plannedServices, planWarnings []string
 	if !plan.Inputs.IsUnknown() && !plan.Env.IsUnknown() {
 		inputs := stringMap(ctx, plan.Inputs, &resp.Diagnostics)
 		if err := profile.CheckInputs(inputs); err != nil {
@@ -223,11 +240,17 @@ func (r *SandboxResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 		} else if err := ext.Validate(profile, inputs); err != nil {
 			resp.Diagnostics.AddAttributeError(path.Root("inputs"), "Invalid Sandbox Inputs", err.Error())
 		}
-		if err := backends.CheckEnv(stringMap(ctx, plan.Env, &resp.Diagnostics)); err != nil {
-			resp.Diagnostics.AddAttributeError(path.Root("env"), "Invalid Sandbox Env", err.Error())
-		}
+		env, ok := r.sandboxEnv(ctx, plan.Env, req.Config, &resp.Diagnostics)
 		if resp.Diagnostics.HasError() {
 			return
+		}
+		if planner, isPlanner := ext.(backends.Planner); isPlanner && ok {
+			p, err := planner.Plan(profile, inputs, env)
+			if err != nil {
+				resp.Diagnostics.AddAttributeError(path.Root("inputs"), "Invalid Compose File", err.Error())
+				return
+			}
+			plannedServices, planWarnings = p.Services, p.Warnings
 		}
 		plan.SourceHash = types.StringNull()
 		if repo := inputs["repo"]; repo != "" {
@@ -242,6 +265,12 @@ func (r *SandboxResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 		plan.SourceHash = types.StringUnknown()
 	}
 
+	// Said when the stack is created from this content, not on every plan.
+	if state == nil || !plan.SourceHash.Equal(state.SourceHash) {
+		for _, w := range planWarnings {
+			resp.Diagnostics.AddAttributeWarning(path.Root("inputs"), "Compose File Weakens Isolation", w)
+		}
+	}
 	if state != nil {
 		if !plan.SourceHash.Equal(state.SourceHash) {
 			resp.RequiresReplace = append(resp.RequiresReplace, path.Root("source_hash"))
@@ -254,7 +283,7 @@ func (r *SandboxResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 	replacing := state == nil || len(resp.RequiresReplace) > 0
 	if replacing {
 		plan.Status = types.StringValue(backends.StatusReady)
-		plan.Services = types.ListUnknown(serviceType)
+		plan.Services = plannedServiceList(plannedServices)
 	} else {
 		// An in-place update (labels) does not touch the services; Update
 		// keeps these as planned and the next refresh reports any change.
@@ -289,6 +318,10 @@ func (r *SandboxResource) Create(ctx context.Context, req resource.CreateRequest
 		resp.Diagnostics.AddError("Unable to Create Sandbox", err.Error())
 		return
 	}
+	env, _ := r.sandboxEnv(ctx, plan.Env, req.Config, &resp.Diagnostics)
+	if resp.Diagnostics.HasError() {
+		return
+	}
 	id := backends.NewID()
 	ctx = tflog.SetField(ctx, "host", hostName)
 	ctx = tflog.SetField(ctx, "sandbox_id", id)
@@ -299,13 +332,14 @@ func (r *SandboxResource) Create(ctx context.Context, req resource.CreateRequest
 		Profile:    profile,
 		Host:       h,
 		Inputs:     stringMap(ctx, plan.Inputs, &resp.Diagnostics),
-		Env:        stringMap(ctx, plan.Env, &resp.Diagnostics),
+		Env:        env,
 		Labels:     stringMap(ctx, plan.Labels, &resp.Diagnostics),
 		SourceHash: plan.SourceHash.ValueString(),
 		Extension:  plan.Extension.ValueString(),
 	}
 	if ttl := plan.TTL.ValueString(); ttl != "" {
 		breq.TTL, _ = time.ParseDuration(ttl) // validated at plan time
+		breq.TTLText = ttl
 	}
 	if !plan.EstimatedCostUSD.IsNull() {
 		breq.Metered = &backends.Metering{HourlyPriceUSD: profile.HourlyPriceUSD, QuoteUSD: plan.EstimatedCostUSD.ValueFloat64()}
@@ -418,7 +452,7 @@ func (r *SandboxResource) Update(ctx context.Context, req resource.UpdateRequest
 		}
 	}
 	_, err = r.data.registry.Modify(ctx, h, plan.ID.ValueString(), func(sb *backends.Sandbox) {
-		sb.Labels, sb.ExpiresAt = labels, expires
+		sb.Labels, sb.ExpiresAt, sb.TTL = labels, expires, plan.TTL.ValueString()
 		if !plan.EstimatedCostUSD.IsNull() {
 			sb.QuoteUSD = plan.EstimatedCostUSD.ValueFloat64()
 		}
@@ -460,4 +494,61 @@ func (r *SandboxResource) ImportState(ctx context.Context, req resource.ImportSt
 	}
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("host"), host)...)
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), id)...)
+}
+
+// ValidateConfig names the CLI versions write-only values need: older ones
+// would otherwise keep them in state or fail with a protocol error.
+func (r *SandboxResource) ValidateConfig(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
+	var envWO types.Map
+	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("env_wo"), &envWO)...)
+	if !envWO.IsNull() && !req.ClientCapabilities.WriteOnlyAttributesAllowed {
+		resp.Diagnostics.AddAttributeError(path.Root("env_wo"), "Write-Only Env Not Supported by This CLI",
+			"env_wo is write-only: it needs Terraform >= 1.11 or OpenTofu >= 1.11, which never store its values. "+
+				"Upgrade the CLI, or use env (whose values are kept in state).")
+	}
+}
+
+// sandboxEnv is what the workspace .env holds: env and the configuration's
+// env_wo (write-only, so read from the config, never from plan or state).
+// ok is false while a value is unknown (plan time); names are checked, and
+// may not appear in both.
+func (r *SandboxResource) sandboxEnv(ctx context.Context, env types.Map, config tfsdk.Config, diags *diag.Diagnostics) (map[string]string, bool) {
+	var envWO types.Map
+	diags.Append(config.GetAttribute(ctx, path.Root("env_wo"), &envWO)...)
+	if env.IsUnknown() || envWO.IsUnknown() {
+		return nil, false
+	}
+	out := stringMap(ctx, env, diags)
+	if err := backends.CheckEnv(out); err != nil {
+		diags.AddAttributeError(path.Root("env"), "Invalid Sandbox Env", err.Error())
+	}
+	wo := stringMap(ctx, envWO, diags)
+	if err := backends.CheckEnv(wo); err != nil {
+		// Only the name: the value is a secret.
+		diags.AddAttributeError(path.Root("env_wo"), "Invalid Sandbox Env", err.Error())
+	}
+	for _, k := range slices.Sorted(maps.Keys(wo)) {
+		if _, dup := out[k]; dup {
+			diags.AddAttributeError(path.Root("env_wo"), "Invalid Sandbox Env",
+				fmt.Sprintf("%s is set in both env and env_wo; set each name once", k))
+		}
+		out[k] = wo[k]
+	}
+	return out, true
+}
+
+// plannedServiceList is the services a plan shows: the names when the
+// compose file was read at plan time (their state is known after apply),
+// else unknown.
+func plannedServiceList(names []string) types.List {
+	if names == nil {
+		return types.ListUnknown(serviceType)
+	}
+	elems := make([]attr.Value, len(names))
+	for i, n := range names {
+		elems[i] = types.ObjectValueMust(serviceType.AttrTypes, map[string]attr.Value{
+			"name": types.StringValue(n), "state": types.StringUnknown(),
+		})
+	}
+	return types.ListValueMust(serviceType, elems)
 }

@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
@@ -130,19 +131,30 @@ func TestAccSandbox_composeOverSSH(t *testing.T) {
 	testAccPreCheck(t)
 	testharness.RequireDocker(t)
 	h := newAccHost(t)
-	repo := testharness.ComposeRepo(t, testharness.Image(t), "web", "worker")
+	// Declared out of name order: services are listed by name whatever
+	// order compose (v1 or v2) reports them in.
+	repo := testharness.ComposeRepo(t, testharness.Image(t), "worker", "web")
+	const secret = "s3cr3t-7f2b9c; rm -rf /"
 	config := h.providerConfig(t) + fmt.Sprintf(`
 resource "sandboxer_sandbox" "stack" {
   profile = "profile.compose-e2e"
   host    = "harness"
   inputs  = { repo = %q }
-  env     = { GREETING = "hi; rm -rf /" }
-  timeouts {
-    create = "3m"
-  }
+  env     = { GREETING = "hi" }
+  env_wo  = { API_TOKEN = %q }
+  ttl     = "120m"
 }
-`, repo)
-	var project string
+`, repo, secret)
+	// The CLI's working files (state, plans) live here: the secret must be in none.
+	workDir := t.TempDir()
+	t.Setenv("TF_ACC_TEMP_DIR", workDir)
+	servicesAre := func(state knownvalue.Check) knownvalue.Check {
+		return knownvalue.ListExact([]knownvalue.Check{
+			knownvalue.ObjectExact(map[string]knownvalue.Check{"name": knownvalue.StringExact("web"), "state": state}),
+			knownvalue.ObjectExact(map[string]knownvalue.Check{"name": knownvalue.StringExact("worker"), "state": state}),
+		})
+	}
+	var project, ws string
 	resource.Test(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProviders,
@@ -150,29 +162,53 @@ resource "sandboxer_sandbox" "stack" {
 		Steps: []resource.TestStep{
 			{
 				Config: config,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					// The compose file is read at plan time: names known, states not yet.
+					plancheck.ExpectKnownValue("sandboxer_sandbox.stack", tfjsonpath.New("services").AtSliceIndex(0).AtMapKey("name"), knownvalue.StringExact("web")),
+					plancheck.ExpectKnownValue("sandboxer_sandbox.stack", tfjsonpath.New("services").AtSliceIndex(1).AtMapKey("name"), knownvalue.StringExact("worker")),
+					plancheck.ExpectUnknownValue("sandboxer_sandbox.stack", tfjsonpath.New("services").AtSliceIndex(0).AtMapKey("state")),
+				}},
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue("sandboxer_sandbox.stack", tfjsonpath.New("status"), knownvalue.StringExact("ready")),
 					statecheck.ExpectKnownValue("sandboxer_sandbox.stack", tfjsonpath.New("extension"), knownvalue.StringExact("ext.compose-ssh")),
-					statecheck.ExpectKnownValue("sandboxer_sandbox.stack", tfjsonpath.New("services"), knownvalue.ListExact([]knownvalue.Check{
-						knownvalue.ObjectExact(map[string]knownvalue.Check{"name": knownvalue.StringExact("web"), "state": knownvalue.StringExact("running")}),
-						knownvalue.ObjectExact(map[string]knownvalue.Check{"name": knownvalue.StringExact("worker"), "state": knownvalue.StringExact("running")}),
-					})),
+					statecheck.ExpectKnownValue("sandboxer_sandbox.stack", tfjsonpath.New("services"), servicesAre(knownvalue.StringExact("running"))),
+					statecheck.ExpectKnownValue("sandboxer_sandbox.stack", tfjsonpath.New("env_wo"), knownvalue.Null()),
+					secretAbsentFromShowJSON{secret},
 				},
 				Check: func(s *terraform.State) error {
 					project = stateAttr(s, "sandboxer_sandbox.stack", "compose_project")
+					ws = stateAttr(s, "sandboxer_sandbox.stack", "workspace_dir")
 					out, err := exec.Command("docker", "ps", "-q", "--filter", "label=com.docker.compose.project="+project).Output()
 					if err != nil || len(regexp.MustCompile(`\S+`).FindAll(out, -1)) != 2 {
 						return fmt.Errorf("docker shows %q for project %s (%v)", out, project, err)
 					}
-					return nil
+					// The workspace .env has both; state, plans and the host record hold neither the value nor a hash of it.
+					if err := fileIs(ws, ".env", "API_TOKEN="+secret+"\nGREETING=hi\n"); err != nil {
+						return err
+					}
+					return secretNowhere(secret, workDir, filepath.Join(h.rootDir, ".sandboxer"))
 				},
 			},
 			{
+				// Import through an import block: the plan must be a no-op
+				// (ttl comes back as written, services in the same order).
+				ResourceName:      "sandboxer_sandbox.stack",
+				ImportState:       true,
+				ImportStateKind:   resource.ImportBlockWithID,
+				ImportStateIdFunc: importID("sandboxer_sandbox.stack"),
+				Config:            strings.Replace(config, `env     = { GREETING = "hi" }`, "", 1),
+				ImportPlanChecks: resource.ImportPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectEmptyPlan(),
+					plancheck.ExpectKnownValue("sandboxer_sandbox.stack", tfjsonpath.New("ttl"), knownvalue.StringExact("120m")),
+				}},
+			},
+			{
+				// And the classic `terraform import`: everything a user sees matches.
 				ResourceName:            "sandboxer_sandbox.stack",
 				ImportState:             true,
 				ImportStateIdFunc:       importID("sandboxer_sandbox.stack"),
 				ImportStateVerify:       true,
-				ImportStateVerifyIgnore: []string{"env", "timeouts", "ttl"},
+				ImportStateVerifyIgnore: []string{"env"}, // never on the host, by design
 			},
 			{
 				// Stopped out of band: drift, and the plan replaces it.

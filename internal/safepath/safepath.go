@@ -4,6 +4,7 @@ package safepath
 
 import (
 	"fmt"
+	"os"
 	"strings"
 )
 
@@ -41,4 +42,19 @@ func hasDotDot(p string) bool {
 		}
 	}
 	return false
+}
+
+// ExpandHome expands a leading "~" or "~/" in a path on the machine running
+// Terraform to the home directory of the user running it, as ssh does for
+// its key and known_hosts files. "~user/..." is left alone (ssh's own
+// expansion of it depends on the system's user database).
+func ExpandHome(p string) (string, error) {
+	if p != "~" && !strings.HasPrefix(p, "~/") {
+		return p, nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("cannot expand %q: %w", p, err)
+	}
+	return home + p[1:], nil
 }

@@ -23,3 +23,20 @@ func TestNoParentSteps(t *testing.T) {
 		t.Error("want error for ..")
 	}
 }
+
+func TestExpandHome(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	for in, want := range map[string]string{
+		"~":                    home,
+		"~/.ssh/id_ed25519":    home + "/.ssh/id_ed25519",
+		"/etc/ssh/known_hosts": "/etc/ssh/known_hosts",
+		"keys/~/id":            "keys/~/id",
+		"~other/.ssh/id":       "~other/.ssh/id",
+		"":                     "",
+	} {
+		if got, err := ExpandHome(in); err != nil || got != want {
+			t.Errorf("ExpandHome(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+}

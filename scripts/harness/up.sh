@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Stands up the acceptance-test harness (idempotent): dockerd (if not running), the
 # sandboxer-busybox:latest image, and two root sshd instances on 127.0.0.1 with generated
-# keys. Writes STATE/env (export lines for tests) and prints its path as the last line.
+# keys (root, and a non-root user in the docker group). Writes STATE/env (export lines for tests) and prints its path as the last line.
 set -euo pipefail
 
 STATE="${SANDBOXER_HARNESS_DIR:-$HOME/.cache/sandboxer-harness}"
 PORT1="${SANDBOXER_SSH_PORT:-2222}"
 PORT2="${SANDBOXER_SSH_PORT2:-2223}"
 IMAGE="sandboxer-busybox:latest"
+NONROOT_USER="${SANDBOXER_NONROOT_USER:-sandboxer-ci}"
 
 die() { echo "up.sh: ERROR: $*" >&2; exit 1; }
 
@@ -106,7 +107,7 @@ start_sshd() { # $1 = port
 	ListenAddress 127.0.0.1:$port
 	HostKey $hk
 	PidFile $pidf
-	AuthorizedKeysFile $STATE/authorized_keys
+	AuthorizedKeysFile $STATE/authorized_keys .ssh/authorized_keys
 	PermitRootLogin prohibit-password
 	PubkeyAuthentication yes
 	PasswordAuthentication no
@@ -131,6 +132,19 @@ start_sshd() { # $1 = port
 	tail -n 20 "$logf" >&2
 	exit 1
 }
+
+# A non-root user in the docker group, as on users' build hosts: its sandboxes
+# live under its home. sshd reads authorized keys as the user, so its key goes
+# into its own ~/.ssh (the state dir under /root is not readable to it).
+if ! id "$NONROOT_USER" >/dev/null 2>&1; then
+	useradd --create-home --shell /bin/sh --groups docker "$NONROOT_USER" || die "useradd $NONROOT_USER failed"
+fi
+# A "!" password field locks the account for sshd (UsePAM no); "*" only disables passwords.
+usermod -p '*' "$NONROOT_USER"
+id -nG "$NONROOT_USER" | tr ' ' '\n' | grep -qx docker || usermod -aG docker "$NONROOT_USER"
+NONROOT_HOME="$(getent passwd "$NONROOT_USER" | cut -d: -f6)"
+install -d -m 700 -o "$NONROOT_USER" -g "$NONROOT_USER" "$NONROOT_HOME/.ssh"
+install -m 600 -o "$NONROOT_USER" -g "$NONROOT_USER" "$CLIENT_KEY.pub" "$NONROOT_HOME/.ssh/authorized_keys"
 
 KNOWN_HOSTS="$STATE/known_hosts"
 : >"$KNOWN_HOSTS.new"
@@ -163,12 +177,19 @@ for port in "$PORT1" "$PORT2"; do
 	fi
 	rm -f "$STATE/ssh-check-$port.err"
 done
+out="$(ssh -n -i "$CLIENT_KEY" -o IdentitiesOnly=yes -o BatchMode=yes \
+	-o UserKnownHostsFile="$KNOWN_HOSTS" -o GlobalKnownHostsFile=/dev/null \
+	-o StrictHostKeyChecking=yes -o ConnectTimeout=5 -o LogLevel=ERROR \
+	-p "$PORT1" "$NONROOT_USER@127.0.0.1" 'id -u; docker info --format "{{.ServerVersion}}"' 2>&1)" ||
+	die "ssh $NONROOT_USER@127.0.0.1:$PORT1 with docker failed: $out"
+[ "$(echo "$out" | head -n1)" != 0 ] || die "$NONROOT_USER logs in as uid 0"
 
 # ------------------------------------------------------------------ env
 {
 	printf 'export SANDBOXER_TEST_SSH_ADDR=%q\n' "127.0.0.1:$PORT1"
 	printf 'export SANDBOXER_TEST_SSH_ADDR2=%q\n' "127.0.0.1:$PORT2"
 	printf 'export SANDBOXER_TEST_SSH_USER=%q\n' root
+	printf 'export SANDBOXER_TEST_SSH_NONROOT_USER=%q\n' "$NONROOT_USER"
 	printf 'export SANDBOXER_TEST_SSH_KEY=%q\n' "$CLIENT_KEY"
 	printf 'export SANDBOXER_TEST_KNOWN_HOSTS=%q\n' "$KNOWN_HOSTS"
 	printf 'export SANDBOXER_TEST_HOST_KEY=%q\n' "$STATE/host_key_$PORT1.pub"

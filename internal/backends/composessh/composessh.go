@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -183,6 +184,15 @@ func (e *Extension) Provision(ctx context.Context, req backends.Request) (*backe
 	if err := backends.CheckEnv(req.Env); err != nil {
 		return nil, err
 	}
+	// The services, known from the client's copy of the compose file: no
+	// round trip, and the same list the plan showed.
+	var plan backends.Plan
+	if !fromSnapshot {
+		var err error
+		if plan, err = e.Plan(req.Profile, req.Inputs, req.Env); err != nil {
+			return nil, err
+		}
+	}
 	compose, err := e.compose(ctx, req.Host)
 	if err != nil {
 		return nil, err
@@ -215,11 +225,17 @@ func (e *Extension) Provision(ctx context.Context, req backends.Request) (*backe
 			return fail(err)
 		}
 	}
-	out, err := hosts.Output(ctx, req.Host, inWorkspace(sb, compose, "config", "--services"))
-	if err != nil {
-		return fail(fmt.Errorf("compose file %s is not valid: %w", file, err))
+	if fromSnapshot {
+		// The compose file came from the snapshot: only the host has it.
+		out, err := hosts.Output(ctx, req.Host, inWorkspace(sb, compose, "config", "--services"))
+		if err != nil {
+			return fail(fmt.Errorf("compose file %s is not valid: %w", sb.ComposeFile, err))
+		}
+		sb.Services = strings.Fields(string(out))
+		sort.Strings(sb.Services)
+	} else {
+		sb.Services = plan.Services
 	}
-	sb.Services = strings.Fields(string(out))
 	if err := req.Host.Run(ctx, inWorkspace(sb, compose, "up", "-d", "--remove-orphans"), nil, nil); err != nil {
 		return fail(fmt.Errorf("compose up failed: %w", err))
 	}
