@@ -31,9 +31,9 @@ import (
 )
 
 var (
-	_ resource.Resource                = &SandboxResource{}
-	_ resource.ResourceWithConfigure   = &SandboxResource{}
-	_ resource.ResourceWithModifyPlan  = &SandboxResource{}
+	_ resource.Resource                   = &SandboxResource{}
+	_ resource.ResourceWithConfigure      = &SandboxResource{}
+	_ resource.ResourceWithModifyPlan     = &SandboxResource{}
 	_ resource.ResourceWithImportState    = &SandboxResource{}
 	_ resource.ResourceWithValidateConfig = &SandboxResource{}
 )

@@ -252,4 +252,3 @@ func (l lineIndex) at(keys ...string) int {
 	}
 	return line
 }
-
