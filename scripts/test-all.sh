@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Runs every test on real parts, on a fresh machine or a warm one:
-# installs and starts the harness (docker engine, two sshd on loopback),
-# obtains Terraform and OpenTofu CLIs (cached), then runs the unit and
-# backend tests, and the acceptance tests once with each CLI.
+# installs and starts the harness (docker engine, two sshd on loopback, a
+# non-root user in the docker group), obtains Terraform, OpenTofu and docker
+# compose v2 (cached), then runs the unit and backend tests, the acceptance
+# tests once with each CLI (compose v2, the host's default), the compose
+# tests again on compose v1, and the ci-sandbox module's `terraform test` and
+# `tofu test`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -10,12 +13,18 @@ bash scripts/harness/install.sh
 env_file=$(bash scripts/harness/up.sh | tail -n1)
 # shellcheck disable=SC1090
 source "$env_file"
-eval "$(bash scripts/harness/tools.sh | sed 's/^/export /')"
+# A failed tool build stops here, with the tail of its log (tools.sh prints it).
+tools_out="$(bash scripts/harness/tools.sh all)" || { echo "test-all.sh: ERROR: obtaining the CLIs failed (see above)" >&2; exit 1; }
+eval "$(printf '%s\n' "$tools_out" | sed 's/^/export /')"
+# A CLI config named in the environment but missing makes both CLIs print a
+# warning where the test framework expects their version.
+if [ -n "${TF_CLI_CONFIG_FILE:-}" ] && [ ! -f "$TF_CLI_CONFIG_FILE" ]; then unset TF_CLI_CONFIG_FILE; fi
 
 # Absent harness parts fail the tests instead of skipping them.
 export SANDBOXER_REQUIRE_HARNESS=1
+unset SANDBOXER_COMPOSE_CMD
 
-echo "== unit and backend tests"
+echo "== unit and backend tests (compose: $(docker compose version --short))"
 go test -p 1 -count=1 ./...
 
 echo "== acceptance tests with Terraform ($TF_ACC_TERRAFORM_PATH)"
@@ -25,6 +34,15 @@ echo "== acceptance tests with OpenTofu ($SANDBOXER_TOFU_PATH)"
 TF_ACC=1 TF_ACC_TERRAFORM_PATH="$SANDBOXER_TOFU_PATH" \
 	TF_ACC_PROVIDER_NAMESPACE=hashicorp TF_ACC_PROVIDER_HOST=registry.opentofu.org \
 	go test -p 1 -count=1 -timeout 30m ./internal/provider/...
+
+echo "== compose tests again on compose v1 ($(docker-compose version --short))"
+SANDBOXER_COMPOSE_CMD=docker-compose go test -p 1 -count=1 ./internal/backends/...
+SANDBOXER_COMPOSE_CMD=docker-compose TF_ACC=1 go test -p 1 -count=1 -timeout 30m \
+	-run 'TestAccSandbox_compose|TestAccSandbox_nonRoot|TestAccCheckpoint_tutorial' ./internal/provider/...
+
+echo "== the ci-sandbox module's own tests"
+bash scripts/test-module.sh "$TF_ACC_TERRAFORM_PATH"
+bash scripts/test-module.sh "$SANDBOXER_TOFU_PATH"
 
 echo "== generated docs are current"
 TERRAFORM="$TF_ACC_TERRAFORM_PATH" bash scripts/check-generated.sh

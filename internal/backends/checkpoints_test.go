@@ -58,7 +58,7 @@ func TestCheckpointTutorialOnComposeOverSSH(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	h := testharness.SSHHost(t)
-	reg := backends.NewRegistry(composessh.New(""), vmattach.New())
+	reg := backends.NewRegistry(composessh.New(os.Getenv("SANDBOXER_COMPOSE_CMD")), vmattach.New())
 	repo := testharness.ComposeRepo(t, testharness.Image(t), "web")
 	sb, err := reg.Create(ctx, backends.Request{ID: backends.NewID(), Profile: profile(t, "profile.compose-e2e"), Host: h,
 		Inputs: map[string]string{"repo": repo}, Env: map[string]string{"TOKEN": "one"}})
@@ -140,7 +140,7 @@ func TestPauseIsUndoneWhenCaptureFails(t *testing.T) {
 	testharness.RequireDocker(t)
 	ctx := context.Background()
 	h := testharness.SSHHost(t)
-	reg := backends.NewRegistry(composessh.New(""))
+	reg := backends.NewRegistry(composessh.New(os.Getenv("SANDBOXER_COMPOSE_CMD")))
 	repo := testharness.ComposeRepo(t, testharness.Image(t), "app")
 	sb, err := reg.Create(ctx, backends.Request{ID: backends.NewID(), Profile: profile(t, "profile.compose-e2e"), Host: h, Inputs: map[string]string{"repo": repo}})
 	if err != nil {

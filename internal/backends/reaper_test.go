@@ -26,7 +26,7 @@ func TestReaperRemovesOnlyExpiredSandboxes(t *testing.T) {
 	h := testharness.SSHHost(t)
 	h.Reaper = hosts.ReaperOn
 	t.Cleanup(func() { backends.UninstallReaper(context.Background(), h) }) // its crontab line
-	reg := backends.NewRegistry(composessh.New(""))
+	reg := backends.NewRegistry(composessh.New(os.Getenv("SANDBOXER_COMPOSE_CMD")))
 	repo := testharness.ComposeRepo(t, testharness.Image(t), "app")
 	foreign := filepath.Join(h.RootDir, "someone-elses")
 	os.MkdirAll(foreign, 0o755)
@@ -127,7 +127,7 @@ func TestReaperOnAndOffInCrontab(t *testing.T) {
 	create := func(setting hosts.ReaperSetting) {
 		t.Helper()
 		h.Reaper = setting
-		reg := backends.NewRegistry(composessh.New(""), vmattach.New())
+		reg := backends.NewRegistry(composessh.New(os.Getenv("SANDBOXER_COMPOSE_CMD")), vmattach.New())
 		sb, err := reg.Create(ctx, backends.Request{ID: backends.NewID(), Profile: profile(t, "profile.workspace"), Host: h})
 		if err != nil {
 			t.Fatal(err)

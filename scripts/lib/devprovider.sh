@@ -75,10 +75,10 @@ devprovider_setup() {
 	# Exported before tools.sh runs terraform, so every terraform call sees it.
 	export TF_CLI_CONFIG_FILE CHECKPOINT_DISABLE=1
 
-	# tools.sh prints TF_ACC_TERRAFORM_PATH=... and SANDBOXER_TOFU_PATH=...;
-	# only the first is used here. It honours $TERRAFORM when set.
+	# `tools.sh terraform` finds (or builds) a terraform CLI only, honouring
+	# $TERRAFORM, and prints TF_ACC_TERRAFORM_PATH=...
 	local tools_out
-	tools_out="$(bash "$REPO_ROOT/scripts/harness/tools.sh")"
+	tools_out="$(bash "$REPO_ROOT/scripts/harness/tools.sh" terraform)"
 	TERRAFORM="$(printf '%s\n' "$tools_out" | sed -n 's/^TF_ACC_TERRAFORM_PATH=//p')"
 	if [ -z "$TERRAFORM" ] || [ ! -x "$TERRAFORM" ]; then
 		devprovider_log "ERROR: scripts/harness/tools.sh did not report a terraform CLI"

@@ -55,7 +55,7 @@ func leftovers(t *testing.T, project string) string {
 func TestComposeLifecycleOverSSH(t *testing.T) {
 	testharness.RequireDocker(t)
 	h := testharness.SSHHost(t)
-	reg := backends.NewRegistry(composessh.New(""))
+	reg := backends.NewRegistry(composessh.New(os.Getenv("SANDBOXER_COMPOSE_CMD")))
 	repo := testharness.ComposeRepo(t, testharness.Image(t), "web", "worker")
 	evil := `$(touch /tmp/sandboxer-pwned); echo "x" | cat; rm -rf ~`
 	os.Remove("/tmp/sandboxer-pwned")
@@ -126,7 +126,7 @@ func TestComposeLifecycleOverSSH(t *testing.T) {
 func TestComposeFailureLeavesNothing(t *testing.T) {
 	testharness.RequireDocker(t)
 	h := testharness.SSHHost(t)
-	reg := backends.NewRegistry(composessh.New(""))
+	reg := backends.NewRegistry(composessh.New(os.Getenv("SANDBOXER_COMPOSE_CMD")))
 	repo := testharness.ComposeRepo(t, "sandboxer-no-such-image:never", "app")
 	id := backends.NewID()
 	_, err := reg.Create(ctx(t), backends.Request{ID: id, Profile: profile(t), Host: h, Inputs: map[string]string{"repo": repo}})
@@ -153,7 +153,7 @@ func TestComposeFailureLeavesNothing(t *testing.T) {
 func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
 
 func TestValidateRejectsBadRepoInput(t *testing.T) {
-	ext := composessh.New("")
+	ext := composessh.New(os.Getenv("SANDBOXER_COMPOSE_CMD"))
 	p := profile(t)
 	empty := t.TempDir()
 	cases := map[string]map[string]string{
@@ -173,7 +173,7 @@ func TestValidateRejectsBadRepoInput(t *testing.T) {
 func TestSixSandboxesShareOneHandshake(t *testing.T) {
 	testharness.RequireDocker(t)
 	h := testharness.SSHHost(t)
-	reg := backends.NewRegistry(composessh.New(""))
+	reg := backends.NewRegistry(composessh.New(os.Getenv("SANDBOXER_COMPOSE_CMD")))
 	repo := testharness.ComposeRepo(t, testharness.Image(t), "app")
 	before := testharness.SSHDAccepted(t, "SANDBOXER_TEST_SSHD_LOG")
 
