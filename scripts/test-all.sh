@@ -4,8 +4,8 @@
 # non-root user in the docker group), obtains Terraform, OpenTofu and docker
 # compose v2 (cached), then runs the unit and backend tests, the acceptance
 # tests once with each CLI (compose v2, the host's default), the compose
-# tests again on compose v1, and the ci-sandbox module's `terraform test` and
-# `tofu test`.
+# tests again on compose v1, the README's example as written, and the
+# ci-sandbox module's `terraform test` and `tofu test`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -39,6 +39,10 @@ echo "== compose tests again on compose v1 ($(docker-compose version --short))"
 SANDBOXER_COMPOSE_CMD=docker-compose go test -p 1 -count=1 ./internal/backends/...
 SANDBOXER_COMPOSE_CMD=docker-compose TF_ACC=1 go test -p 1 -count=1 -timeout 30m \
 	-run 'TestAccSandbox_compose|TestAccSandbox_nonRoot|TestAccCheckpoint_tutorial' ./internal/provider/...
+
+echo "== the README's example, applied as written"
+TERRAFORM="$TF_ACC_TERRAFORM_PATH" bash scripts/test-readme.sh
+TERRAFORM="$SANDBOXER_TOFU_PATH" bash scripts/test-readme.sh
 
 echo "== the ci-sandbox module's own tests"
 bash scripts/test-module.sh "$TF_ACC_TERRAFORM_PATH"

@@ -80,7 +80,9 @@ func (r *SandboxResource) Schema(ctx context.Context, _ resource.SchemaRequest, 
 				PlanModifiers:       []planmodifier.Map{mapplanmodifier.RequiresReplace()},
 				MarkdownDescription: "Inputs the profile declares, e.g. `repo`: a local directory copied into the workspace. Values are never interpreted by a shell."},
 			"env": schema.MapAttribute{Optional: true, Sensitive: true, ElementType: types.StringType,
-				PlanModifiers: []planmodifier.Map{mapplanmodifier.RequiresReplace()},
+				PlanModifiers: []planmodifier.Map{mapplanmodifier.RequiresReplaceIf(envChangeReplaces,
+					"A change replaces the sandbox, except the first apply after an import, which adopts the configured env.",
+					"A change replaces the sandbox, except the first apply after an import, which adopts the configured env.")},
 				MarkdownDescription: "Environment written to the workspace as `.env` (mode 0600; the compose `.env`). Never stored in the host record, " +
 					"but kept in Terraform state like every argument (`sensitive` only hides it from the UI): use `env_wo` for secrets."},
 			"env_wo": schema.MapAttribute{Optional: true, Sensitive: true, WriteOnly: true, ElementType: types.StringType,
@@ -425,7 +427,8 @@ func (r *SandboxResource) settleVanished(ctx context.Context, state *sandboxMode
 		fmt.Sprintf("Sandbox %s is no longer on its host; its quote of %.2f USD was debited from the credits ledger.", state.ID.ValueString(), quote))
 }
 
-// Update handles what can change in place: labels, ttl (and timeouts).
+// Update handles what can change in place: labels, ttl (and timeouts),
+// and the env adopted after an import.
 func (r *SandboxResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
 	var plan, state sandboxModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
@@ -468,6 +471,7 @@ func (r *SandboxResource) Update(ctx context.Context, req resource.UpdateRequest
 	}
 	plan.Status, plan.Services = status, services
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+	resp.Diagnostics.Append(resp.Private.SetKey(ctx, privateAdoptEnv, nil)...)
 }
 
 func (r *SandboxResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
@@ -494,6 +498,19 @@ func (r *SandboxResource) ImportState(ctx context.Context, req resource.ImportSt
 	}
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("host"), host)...)
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), id)...)
+	resp.Diagnostics.Append(resp.Private.SetKey(ctx, privateAdoptEnv, []byte("true"))...)
+}
+
+// privateAdoptEnv marks a sandbox imported since its last apply. env is
+// never recorded on the host, so an import cannot read it back: the next
+// apply takes the configured env as the sandbox's (in place, touching
+// nothing on the host) instead of replacing a sandbox that is fine.
+const privateAdoptEnv = "adopt_env"
+
+func envChangeReplaces(ctx context.Context, req planmodifier.MapRequest, resp *mapplanmodifier.RequiresReplaceIfFuncResponse) {
+	adopt, diags := req.Private.GetKey(ctx, privateAdoptEnv)
+	resp.Diagnostics.Append(diags...)
+	resp.RequiresReplace = !(req.StateValue.IsNull() && string(adopt) == "true")
 }
 
 // ValidateConfig names the CLI versions write-only values need: older ones

@@ -12,9 +12,19 @@ resource "sandboxer_sandbox" "e2e" {
   }
 
   # Written to the workspace as .env (mode 0600), never to the host record.
+  # env is kept in Terraform state (sensitive only hides it from the UI):
+  # use it for settings, and env_wo for secrets.
   env = {
+    LOG_LEVEL = "debug"
+  }
+
+  # Write-only (Terraform >= 1.11, OpenTofu >= 1.11): merged into the same
+  # .env, never stored in state, plan, the host record or logs. Bump
+  # env_wo_version to roll out a new token (the sandbox is replaced).
+  env_wo = {
     API_TOKEN = var.api_token
   }
+  env_wo_version = 1
 
   labels = {
     team = "payments"

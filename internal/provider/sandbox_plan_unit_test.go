@@ -1,0 +1,137 @@
+package provider
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"testing"
+
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
+	"github.com/hashicorp/terraform-plugin-testing/plancheck"
+	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+)
+
+// Plan-time rules, run with resource.UnitTest: no harness, no docker, no
+// SSH, nothing applied; only a terraform (or tofu) CLI, which the test
+// framework finds on PATH when TF_ACC_TERRAFORM_PATH is unset.
+
+func requireCLI(t *testing.T) {
+	t.Helper()
+	if os.Getenv("TF_ACC_TERRAFORM_PATH") != "" {
+		return
+	}
+	if _, err := exec.LookPath("terraform"); err != nil {
+		if os.Getenv("SANDBOXER_REQUIRE_HARNESS") != "" {
+			t.Fatal("no terraform CLI on PATH and TF_ACC_TERRAFORM_PATH is not set")
+		}
+		t.Skip("no terraform CLI on PATH and TF_ACC_TERRAFORM_PATH is not set")
+	}
+}
+
+// planConfig is a compose sandbox on a local host whose root directory is
+// a fresh temporary one: a plan must leave it empty.
+func planConfig(t *testing.T, root, compose, extra string) string {
+	t.Helper()
+	repo := t.TempDir()
+	if err := os.WriteFile(filepath.Join(repo, "docker-compose.yml"), []byte(compose), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf(`
+provider "sandboxer" {
+  host {
+    name     = "build"
+    local    = true
+    root_dir = %q
+  }
+}
+
+resource "sandboxer_sandbox" "stack" {
+  profile = "profile.compose-e2e"
+  host    = "build"
+  inputs  = { repo = %q }
+%s
+}
+`, root, repo, extra)
+}
+
+func rootStaysEmpty(t *testing.T, root string) {
+	t.Helper()
+	entries, err := os.ReadDir(root)
+	if err != nil || len(entries) != 0 {
+		t.Fatalf("a plan wrote to the host: %v %v", entries, err)
+	}
+}
+
+func TestUnitSandboxPlan_servicesByNameAtPlanTime(t *testing.T) {
+	requireCLI(t)
+	root := t.TempDir()
+	compose := "services:\n  worker:\n    image: busybox\n  web:\n    image: busybox\n    ports: [\"8080:80\"]\n"
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProviders,
+		Steps: []resource.TestStep{{
+			Config:             planConfig(t, root, compose, `  ttl = "120m"`),
+			PlanOnly:           true,
+			ExpectNonEmptyPlan: true,
+			ConfigPlanChecks: resource.ConfigPlanChecks{PostApplyPostRefresh: []plancheck.PlanCheck{
+				plancheck.ExpectKnownValue("sandboxer_sandbox.stack", tfjsonpath.New("services").AtSliceIndex(0).AtMapKey("name"), knownvalue.StringExact("web")),
+				plancheck.ExpectKnownValue("sandboxer_sandbox.stack", tfjsonpath.New("services").AtSliceIndex(1).AtMapKey("name"), knownvalue.StringExact("worker")),
+				plancheck.ExpectUnknownValue("sandboxer_sandbox.stack", tfjsonpath.New("services").AtSliceIndex(1).AtMapKey("state")),
+				plancheck.ExpectKnownValue("sandboxer_sandbox.stack", tfjsonpath.New("ttl"), knownvalue.StringExact("120m")),
+			}},
+		}},
+	})
+	rootStaysEmpty(t, root)
+}
+
+func TestUnitSandboxPlan_composeErrors(t *testing.T) {
+	requireCLI(t)
+	cases := map[string]struct {
+		compose, extra string
+		want           *regexp.Regexp
+	}{
+		"container_name": {
+			compose: "services:\n  web:\n    image: busybox\n    container_name: shared\n",
+			want:    regexp.MustCompile(`(?s)Invalid Compose File.*docker-compose.yml,\s+line 4:.*container_name`),
+		},
+		"unknown key": {
+			compose: "services:\n  web:\n    imagee: busybox\n",
+			want:    regexp.MustCompile(`(?s)Invalid Compose File.*imagee`),
+		},
+		"build outside repo": {
+			compose: "services:\n  web:\n    build: ../../elsewhere\n",
+			want:    regexp.MustCompile(`(?s)line 3.*outside the repo`),
+		},
+		"env in both": {
+			compose: "services:\n  web:\n    image: busybox\n",
+			extra:   `  env    = { TOKEN = "a" }` + "\n" + `  env_wo = { TOKEN = "b" }`,
+			want:    regexp.MustCompile(`(?s)TOKEN is set in both env and env_wo`),
+		},
+		"bad env_wo name": {
+			compose: "services:\n  web:\n    image: busybox\n",
+			extra:   `  env_wo = { "1BAD" = "secret-value" }`,
+			want:    regexp.MustCompile(`(?s)env name "1BAD" is not a valid`),
+		},
+		"bad ttl": {
+			compose: "services:\n  web:\n    image: busybox\n",
+			extra:   `  ttl = "2 hours"`,
+			want:    regexp.MustCompile(`Invalid TTL`),
+		},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			root := t.TempDir()
+			resource.UnitTest(t, resource.TestCase{
+				ProtoV6ProviderFactories: testAccProviders,
+				Steps: []resource.TestStep{{
+					Config:      planConfig(t, root, c.compose, c.extra),
+					PlanOnly:    true,
+					ExpectError: c.want,
+				}},
+			})
+			rootStaysEmpty(t, root)
+		})
+	}
+}
