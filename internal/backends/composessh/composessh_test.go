@@ -98,7 +98,9 @@ func TestComposeLifecycleOverSSH(t *testing.T) {
 	}
 
 	// Stopped out of band: Inspect must say so.
-	if out, err := exec.Command("docker", "stop", "-t", "1", sb.ComposeProject+"_worker_1").CombinedOutput(); err != nil {
+	// By label: compose v1 names it <project>_worker_1, v2 <project>-worker-1.
+	stop := `docker stop -t 1 $(docker ps -q --filter label=com.docker.compose.project=` + sb.ComposeProject + ` --filter label=com.docker.compose.service=worker)`
+	if out, err := exec.Command("sh", "-c", stop).CombinedOutput(); err != nil {
 		t.Fatalf("docker stop: %v %s", err, out)
 	}
 	if _, st, _ = reg.Get(ctx(t), h, sb.ID); st.State != backends.StatusDegraded {
