@@ -77,6 +77,16 @@ type Status struct {
 	Services []ServiceState
 }
 
+// ReadyStatus is the status a sandbox has when WaitReady has just returned:
+// ready, every declared service running.
+func ReadyStatus(sb *Sandbox) Status {
+	st := Status{State: StatusReady}
+	for _, name := range sb.Services {
+		st.Services = append(st.Services, ServiceState{Name: name, State: "running"})
+	}
+	return st
+}
+
 // Request asks an extension for a new sandbox.
 type Request struct {
 	ID         string

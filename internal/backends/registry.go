@@ -56,6 +56,14 @@ var ErrCleanupFailed = errors.New("cleanup after the failure also failed")
 // runs even when the create's own context has ended.
 const cleanupTimeout = 2 * time.Minute
 
+// detached is ctx without its cancellation but with a deadline of its own:
+// for work that must still run after ctx ended (a cleanup, an unpause, a
+// restart after a restore), yet never forever on a host that stopped
+// answering. Every such step uses it; none uses context.WithoutCancel alone.
+func detached(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), d)
+}
+
 // Create provisions a sandbox and waits until it is ready. On any failure
 // it tears down what was started, so a failed create leaves nothing behind.
 func (r *Registry) Create(ctx context.Context, req Request) (*Sandbox, error) {
@@ -151,7 +159,7 @@ func (r *Registry) create(ctx context.Context, ext Extension, req Request) (*San
 // marked with ErrCleanupFailed when the cleanup failed too. The cleanup runs
 // even when ctx has ended (a timeout is often the cause), bounded on its own.
 func CleanUpAfter(ctx context.Context, cause error, h *hosts.Host, id string, cleanup func(context.Context) error) error {
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	cctx, cancel := detached(ctx, cleanupTimeout)
 	defer cancel()
 	if err := cleanup(cctx); err != nil {
 		return fmt.Errorf("%w\n\n%w: sandbox %s may remain on host %q: %v", cause, ErrCleanupFailed, id, h.Host(), err)

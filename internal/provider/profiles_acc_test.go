@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/backends"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/testharness"
 )
 
@@ -246,6 +247,31 @@ resource "sandboxer_sandbox" "saas" {
 						return fmt.Errorf("hold after the ttl change: %+v", l.Holds)
 					}
 					return nil
+				},
+			},
+			{
+				// A re-quote the credits cannot hold (30h = 15 USD of 10)
+				// fails, and the host record is put back as it was: the
+				// hold never leads the record, nor the record the hold.
+				Config:      config("30h"),
+				ExpectError: wrapped(`Unable to Update Sandbox[\s\S]*the new ttl's quote`),
+				Check:       func(*terraform.State) error { return nil },
+			},
+			{
+				Config:   config("4h"),
+				PlanOnly: true,
+				PreConfig: func() {
+					raw, err := os.ReadFile(filepath.Join(h.localDir, ".sandboxer", "sandboxes", id+".json"))
+					var rec backends.Sandbox
+					if err == nil {
+						err = json.Unmarshal(raw, &rec)
+					}
+					if err != nil || rec.TTL != "4h" || rec.QuoteUSD != 2 {
+						t.Fatalf("the record after the refused update: %s %v", raw, err)
+					}
+					if l := readLedger(t, credits); l.Holds[id] != 2 {
+						t.Fatalf("hold after the refused update: %+v", l.Holds)
+					}
 				},
 			},
 			{

@@ -145,3 +145,19 @@ func stringList(ctx context.Context, v types.List, diags *diag.Diagnostics) []st
 	diags.Append(v.ElementsAs(ctx, &out, false)...)
 	return out
 }
+
+// failedCreate makes a planned sandbox whose create failed and whose cleanup
+// failed too storable: its id, and null for what only the host could say.
+func (m *sandboxModel) failedCreate(id string) {
+	m.ID = types.StringValue(id)
+	m.Status = types.StringValue(backends.StatusMissing)
+	for _, v := range []*types.String{&m.WorkspaceDir, &m.ComposeProject, &m.CreatedAt, &m.ReadyAt, &m.ExpiresAt} {
+		if v.IsUnknown() {
+			*v = types.StringNull()
+		}
+	}
+	m.Services = types.ListNull(serviceType) // planned names carry unknown states
+	if m.SourceHash.IsUnknown() {
+		m.SourceHash = types.StringNull()
+	}
+}

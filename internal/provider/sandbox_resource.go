@@ -351,8 +351,16 @@ func (r *SandboxResource) Create(ctx context.Context, req resource.CreateRequest
 		detail := fmt.Sprintf("Profile %s on host %q: %v", profile.Name, hostName, err)
 		if !errors.Is(err, backends.ErrCleanupFailed) {
 			detail += "\n\nWhat was started for this sandbox has been removed from the host."
+			resp.Diagnostics.AddError("Unable to Create Sandbox", detail)
+			return
 		}
-		resp.Diagnostics.AddError("Unable to Create Sandbox", detail)
+		// Something may remain on the host: keep the id in state, where an
+		// error marks it tainted, so the next apply destroys it rather than
+		// Terraform forgetting it.
+		resp.Diagnostics.AddError("Unable to Create Sandbox", detail+
+			"\n\nThe sandbox is kept in state as tainted: the next apply destroys what remains of it and creates it again.")
+		plan.failedCreate(id)
+		resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
 		return
 	}
 	tflog.Info(ctx, "sandbox ready")
@@ -361,9 +369,18 @@ func (r *SandboxResource) Create(ctx context.Context, req resource.CreateRequest
 	r.data.emit(ctx, &resp.Diagnostics, ev)
 	ev.Event, ev.Timestamp = events.SandboxReady, *sb.ReadyAt
 	r.data.emit(ctx, &resp.Diagnostics, ev)
-	r.readBack(ctx, h, sb.ID, &plan, &resp.Diagnostics)
-	if resp.Diagnostics.HasError() {
-		return
+	// From here the sandbox runs: every path sets state, so Terraform never
+	// forgets a running stack.
+	var readDiags diag.Diagnostics
+	r.readBack(ctx, h, sb.ID, &plan, &readDiags)
+	if readDiags.HasError() {
+		// The host answered the create, then not the read after it (a
+		// network blip): state takes what the create saw, and the next
+		// refresh asks the host again.
+		resp.Diagnostics.AddWarning("Unable to Read Sandbox After Create",
+			fmt.Sprintf("Sandbox %s on host %q is ready, but reading it back failed; its state is what the create saw. %s",
+				sb.ID, hostName, readDiags.Errors()[0].Detail()))
+		resp.Diagnostics.Append(plan.fromBackend(ctx, sb, backends.ReadyStatus(sb))...)
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
 }
@@ -448,13 +465,10 @@ func (r *SandboxResource) Update(ctx context.Context, req resource.UpdateRequest
 	if t, err := time.Parse(time.RFC3339, plan.ExpiresAt.ValueString()); err == nil {
 		expires = &t
 	}
-	if !plan.EstimatedCostUSD.IsNull() && !plan.EstimatedCostUSD.Equal(state.EstimatedCostUSD) && r.data.ledger != nil {
-		if err := r.data.ledger.Hold(plan.ID.ValueString(), plan.Profile.ValueString(), plan.EstimatedCostUSD.ValueFloat64()); err != nil {
-			resp.Diagnostics.AddError("Unable to Update Sandbox", fmt.Sprintf("Sandbox %s: the new ttl's quote: %v", plan.ID.ValueString(), err))
-			return
-		}
-	}
+	var prior *backends.Sandbox
 	_, err = r.data.registry.Modify(ctx, h, plan.ID.ValueString(), func(sb *backends.Sandbox) {
+		before := *sb
+		prior = &before
 		sb.Labels, sb.ExpiresAt, sb.TTL = labels, expires, plan.TTL.ValueString()
 		if !plan.EstimatedCostUSD.IsNull() {
 			sb.QuoteUSD = plan.EstimatedCostUSD.ValueFloat64()
@@ -463,6 +477,19 @@ func (r *SandboxResource) Update(ctx context.Context, req resource.UpdateRequest
 	if err != nil {
 		resp.Diagnostics.AddError("Unable to Update Sandbox", fmt.Sprintf("Sandbox %s on host %q: %v", plan.ID.ValueString(), h.Host(), err))
 		return
+	}
+	// The hold follows the record, never leads it: a record that could not
+	// be written leaves the ledger as it was, and a hold the credits no
+	// longer cover puts the record back.
+	if !plan.EstimatedCostUSD.IsNull() && !plan.EstimatedCostUSD.Equal(state.EstimatedCostUSD) && r.data.ledger != nil {
+		if err := r.data.ledger.Hold(plan.ID.ValueString(), plan.Profile.ValueString(), plan.EstimatedCostUSD.ValueFloat64()); err != nil {
+			detail := fmt.Sprintf("Sandbox %s: the new ttl's quote: %v", plan.ID.ValueString(), err)
+			if _, rerr := r.data.registry.Modify(ctx, h, plan.ID.ValueString(), func(sb *backends.Sandbox) { *sb = *prior }); rerr != nil {
+				detail += fmt.Sprintf("\n\nPutting the host record back failed too: %v", rerr)
+			}
+			resp.Diagnostics.AddError("Unable to Update Sandbox", detail)
+			return
+		}
 	}
 	status, services := plan.Status, plan.Services
 	r.readBack(ctx, h, plan.ID.ValueString(), &plan, &resp.Diagnostics)
