@@ -6,11 +6,15 @@ package testharness
 
 import (
 	"bufio"
+	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/hosts"
 )
@@ -135,4 +139,93 @@ func SSHDAccepted(t testing.TB, logVar string) int {
 		t.Fatal(err)
 	}
 	return strings.Count(string(data), "Accepted publickey")
+}
+
+// PrivateSSHD is an sshd of the test's own on a free loopback port, with
+// the harness's host key and authorized keys, that the test can stop and
+// start again (a host going away and coming back) without disturbing the
+// harness's shared sshd instances.
+type PrivateSSHD struct {
+	t    testing.TB
+	Addr string
+	cfg  string
+	log  string
+	cmd  *exec.Cmd
+}
+
+// StartPrivateSSHD starts one; it is stopped when the test ends. Extra
+// sshd_config lines may be given.
+func StartPrivateSSHD(t testing.TB, extra ...string) *PrivateSSHD {
+	t.Helper()
+	key := Env(t, "SANDBOXER_TEST_SSH_KEY")
+	state := filepath.Dir(key)
+	if _, err := os.Stat("/usr/sbin/sshd"); err != nil {
+		Env(t, "SANDBOXER_TEST_NO_SSHD") // skips, or fails under CI
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	dir := t.TempDir()
+	s := &PrivateSSHD{t: t, Addr: addr, cfg: filepath.Join(dir, "sshd_config"), log: filepath.Join(dir, "sshd.log")}
+	lines := append([]string{
+		"ListenAddress " + addr,
+		"HostKey " + filepath.Join(state, "ssh_host_ed25519_key_2222"),
+		"AuthorizedKeysFile " + filepath.Join(state, "authorized_keys") + " .ssh/authorized_keys",
+		"PidFile none", "PermitRootLogin prohibit-password", "PubkeyAuthentication yes",
+		"PasswordAuthentication no", "KbdInteractiveAuthentication no", "UsePAM no", "StrictModes no",
+		"Subsystem sftp internal-sftp",
+	}, extra...)
+	if err := os.WriteFile(s.cfg, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Stop)
+	s.Start()
+	return s
+}
+
+// HostKey is the public key the private sshd presents (for host_key pinning).
+func (s *PrivateSSHD) HostKey() string {
+	data, err := os.ReadFile(Env(s.t, "SANDBOXER_TEST_HOST_KEY"))
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return strings.TrimSpace(string(data))
+}
+
+// Start starts sshd (again) and returns once it accepts connections.
+func (s *PrivateSSHD) Start() {
+	s.t.Helper()
+	s.cmd = exec.Command("/usr/sbin/sshd", "-D", "-f", s.cfg, "-E", s.log)
+	if err := s.cmd.Start(); err != nil {
+		s.t.Fatalf("sshd: %v", err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		c, err := net.DialTimeout("tcp", s.Addr, time.Second)
+		if err == nil {
+			c.Close()
+			return
+		}
+		if time.Now().After(deadline) {
+			log, _ := os.ReadFile(s.log)
+			s.t.Fatalf("sshd on %s did not come up: %v\n%s", s.Addr, err, log)
+		}
+		time.Sleep(20 * time.Millisecond) // polling a port that is not open yet
+	}
+}
+
+// Stop stops sshd and every session it serves: the host is unreachable.
+func (s *PrivateSSHD) Stop() {
+	if s.cmd == nil || s.cmd.Process == nil {
+		return
+	}
+	// sshd -D forks a process per connection: kill those children first
+	// (their sessions end with them), then the listener.
+	_ = exec.Command("pkill", "-9", "-P", strconv.Itoa(s.cmd.Process.Pid)).Run()
+	_ = s.cmd.Process.Kill()
+	_ = s.cmd.Wait()
+	s.cmd = nil
 }
