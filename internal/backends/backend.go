@@ -30,11 +30,16 @@ type Sandbox struct {
 	WorkspaceDir   string            `json:"workspace_dir"`
 	ComposeProject string            `json:"compose_project,omitempty"`
 	ComposeFile    string            `json:"compose_file,omitempty"`
-	Services       []string          `json:"services,omitempty"` // declared compose services
-	SourceHash     string            `json:"source_hash,omitempty"`
-	CreatedAt      time.Time         `json:"created_at"`
-	ReadyAt        *time.Time        `json:"ready_at,omitempty"`
-	ExpiresAt      *time.Time        `json:"expires_at,omitempty"` // from the ttl; what a reaper acts on
+	// NetworkOverride: the provider chose the stack's network subnets, and
+	// compose reads them from an override file beside the record
+	// (composessh/networks.go). A flag, not a path: where the file is
+	// follows from the workspace and id, never from what a record says.
+	NetworkOverride bool       `json:"network_override,omitempty"`
+	Services        []string   `json:"services,omitempty"` // declared compose services
+	SourceHash      string     `json:"source_hash,omitempty"`
+	CreatedAt       time.Time  `json:"created_at"`
+	ReadyAt         *time.Time `json:"ready_at,omitempty"`
+	ExpiresAt       *time.Time `json:"expires_at,omitempty"` // from the ttl; what a reaper acts on
 	// TTL is the lifetime as the configuration wrote it ("2h", "120m"), so
 	// an import reads back the same string and plans clean.
 	TTL string `json:"ttl,omitempty"`

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -171,4 +173,21 @@ func (r *Registry) Canary(ctx context.Context, h *hosts.Host, p *catalog.Profile
 	}
 	res.Total = r.now().Sub(start)
 	return res
+}
+
+// NetworkAddresser is an Extension that gives its sandboxes' networks
+// addresses from a per-host pool.
+type NetworkAddresser interface {
+	FreeNetworks(ctx context.Context, h *hosts.Host) (int, error)
+}
+
+// FreeNetworks is how many more sandbox networks fit on h (0 when no
+// extension addresses networks). It only reads.
+func (r *Registry) FreeNetworks(ctx context.Context, h *hosts.Host) (int, error) {
+	for _, name := range slices.Sorted(maps.Keys(r.exts)) {
+		if na, ok := r.exts[name].(NetworkAddresser); ok {
+			return na.FreeNetworks(ctx, h)
+		}
+	}
+	return 0, nil
 }

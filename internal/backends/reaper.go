@@ -26,8 +26,15 @@ func InstallReaper(ctx context.Context, h *hosts.Host) error {
 	if err != nil {
 		return fmt.Errorf("unable to install the reaper on host %q: %w", h.Host(), err)
 	}
-	root := strings.TrimSpace(string(abs))
-	script := strings.Replace(reaperScript, "@ROOT@", root, 1)
+	root := strings.TrimSuffix(string(abs), "\n")
+	// cron ends a command at a newline and turns % into one: such a root
+	// could not be written as one crontab line, and the line's marker
+	// comment carries the root verbatim.
+	if strings.ContainsAny(root, "\n\r%") {
+		return fmt.Errorf("unable to install the reaper on host %q: root directory %q contains a newline or %%, which a crontab line cannot hold", h.Host(), root)
+	}
+	// Every piece of the root that reaches a shell is one hosts.Quote word.
+	script := strings.Replace(reaperScript, "@ROOT@", hosts.Quote(root), 1)
 	path := root + "/.sandboxer/bin/reaper.sh"
 	if err := hosts.WriteFile(ctx, h, path, []byte(script), 0o700); err != nil {
 		return fmt.Errorf("unable to install the reaper on host %q: %w", h.Host(), err)

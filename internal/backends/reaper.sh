@@ -1,11 +1,16 @@
 #!/bin/sh
-# sandboxer-reaper v1
+# sandboxer-reaper v2
 # Tears down the sandboxes of one root directory whose expiry has passed,
 # using the record each sandbox leaves in <root>/.sandboxer/sandboxes. Runs
 # from cron, or by hand: `sh reaper.sh [ROOT]`; prints one line per sandbox
 # it removed. Touches nothing without a record: no record, no action.
 set -u
-root=${1:-@ROOT@}
+# The installer puts the root directory here as one quoted shell
+# word, on a line of its own: no character of the path is ever code.
+default_root=@ROOT@
+root=${1:-$default_root}
+# Workspaces are recorded resolved (pwd -P); compare against the same form.
+root=$(cd -- "$root" && pwd -P) || exit 1
 now=$(date -u +%Y-%m-%dT%H:%M:%S)
 
 # field NAME FILE: a string field of a record (written one field per line).
@@ -19,8 +24,28 @@ for rec in "$root"/.sandboxer/sandboxes/*.json; do
 	exp=$(field expires_at "$rec")
 	ws=$(field workspace_dir "$rec")
 	project=$(field compose_project "$rec")
+	ext=$(field extension "$rec")
 	case "$id" in "" | *[!a-z0-9-]*) continue ;; esac
 	[ "$(basename "$rec")" = "$id.json" ] || continue
+	# The workspace rule of records.go (workspaceAllowed): clean, absolute,
+	# named for the id, inside the root (not its .sandboxer) or, for
+	# ext.vm-packer, an sbx-<id> anywhere but around the root. A record
+	# breaking it is not acted on at all.
+	ok=
+	case "$ws" in
+	"") ok=1 ;;
+	*/../* | */.. | */./* | */. | *//* | */ | "$root"/.sandboxer/*) ;;
+	"$root"/"$id" | "$root"/sbx-"$id" | "$root"/*/"$id" | "$root"/*/sbx-"$id") ok=1 ;;
+	/*/sbx-"$id")
+		if [ "$ext" = ext.vm-packer ]; then
+			case "$root/" in "$ws"/*) ;; *) ok=1 ;; esac
+		fi
+		;;
+	esac
+	if [ -z "$ok" ]; then
+		echo "skipped $id: record $rec names workspace $ws outside its root directory" >&2
+		continue
+	fi
 	[ -n "$exp" ] || continue # no ttl: never reaped
 	exp=$(printf '%s' "$exp" | cut -c1-19)
 	[ "$(printf '%s\n%s\n' "$exp" "$now" | sort | head -n 1)" = "$exp" ] && [ "$exp" != "$now" ] || continue
@@ -35,9 +60,17 @@ for rec in "$root"/.sandboxer/sandboxes/*.json; do
 			break
 		done
 	fi
-	case "$ws" in
-	*/"$id" | */sbx-"$id") rm -rf -- "$ws" ;;
-	esac
+	if [ -n "$ws" ]; then
+		# Removed from inside its verified parent, so a symlink put in the
+		# path after the check above cannot redirect rm -rf.
+		(
+			cd -- "${ws%/*}" 2>/dev/null || exit 0
+			[ "$(pwd -P)" = "${ws%/*}" ] || exit 1
+			rm -rf -- "./${ws##*/}"
+		) || { echo "skipped $id: the parent of $ws is not what was recorded" >&2; continue; }
+	fi
+	# Its network subnets' reservation (composessh/networks.go), now free.
+	rm -f -- "$root/.sandboxer/networks/$id.yml"
 	rm -f -- "$rec" # last: a reaper that dies midway retries next run
 	echo "reaped $id (expired $exp)"
 done

@@ -2,6 +2,7 @@ package backends_test
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -172,5 +173,162 @@ func TestReaperOnAndOffInCrontab(t *testing.T) {
 	}
 	if tab = run("crontab -l"); strings.Contains(tab, "sandboxer-reaper") || !strings.Contains(tab, "echo unrelated") {
 		t.Fatalf("after removing the reaper of a deleted root directory, crontab:\n%s", tab)
+	}
+}
+
+// saveCrontab puts the harness user's crontab (shared by every test) back
+// when the test ends.
+func saveCrontab(t *testing.T, h *hosts.Host) {
+	t.Helper()
+	out, err := hosts.Output(context.Background(), h, "crontab -l 2>/dev/null || true")
+	if err != nil {
+		t.Fatal(err)
+	}
+	saved := string(out)
+	t.Cleanup(func() {
+		if strings.TrimSpace(saved) == "" {
+			hosts.Output(context.Background(), h, "crontab -r 2>/dev/null || true")
+			return
+		}
+		h.Run(context.Background(), "crontab -", strings.NewReader(saved), nil)
+	})
+}
+
+// A root directory is data, never code: one holding $( ), } and a quote
+// serves workspace sandboxes, and its reaper installs, runs from its
+// crontab line and reaps, all without running anything the name holds.
+func TestHostileRootDirectory(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	h := testharness.SSHHost(t)
+	saveCrontab(t, h)
+	marker := filepath.Join(os.TempDir(), "sandboxer-injected-"+backends.NewID())
+	t.Cleanup(func() { os.Remove(marker) })
+	h.RootDir = filepath.Join(h.RootDir, "r$(touch "+marker+")}x'y`touch "+marker+"`")
+	h.Reaper = hosts.ReaperOn
+	t.Cleanup(func() { backends.UninstallReaper(context.Background(), h) })
+	reg := backends.NewRegistry(vmattach.New())
+
+	expiring, err := reg.Create(ctx, backends.Request{ID: backends.NewID(), Profile: profile(t, "profile.workspace"), Host: h, TTL: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb, err := reg.Create(ctx, backends.Request{ID: backends.NewID(), Profile: profile(t, "profile.workspace"), Host: h})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(sb.WorkspaceDir, h.RootDir+"/") {
+		t.Fatalf("workspace %s is not in the root directory %s", sb.WorkspaceDir, h.RootDir)
+	}
+	if _, _, err := reg.Get(ctx, h, sb.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := reg.Destroy(ctx, h, sb.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(sb.WorkspaceDir); !os.IsNotExist(err) {
+		t.Fatal("the destroyed workspace remains")
+	}
+
+	script := filepath.Join(h.RootDir, ".sandboxer", "bin", "reaper.sh")
+	if _, err := os.Stat(script); err != nil {
+		t.Fatalf("the reaper is not installed: %v", err)
+	}
+	time.Sleep(1500 * time.Millisecond)
+	// Run as cron would: the command of the root's crontab line.
+	tab, err := hosts.Output(ctx, h, "crontab -l")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var line string
+	for _, l := range strings.Split(string(tab), "\n") {
+		if strings.HasSuffix(l, "# sandboxer-reaper "+h.RootDir) {
+			line = l
+		}
+	}
+	f := strings.Fields(line)
+	if len(f) < 6 {
+		t.Fatalf("no crontab line for the root directory in:\n%s", tab)
+	}
+	cmd := strings.Join(f[5:], " ")
+	if err := h.Run(ctx, cmd, nil, nil); err != nil {
+		t.Fatalf("the crontab command %s: %v", cmd, err)
+	}
+	log, _ := os.ReadFile(filepath.Join(h.RootDir, ".sandboxer", "reaper.log"))
+	if !strings.Contains(string(log), "reaped "+expiring.ID) {
+		t.Fatalf("the reaper run by the crontab command did not reap %s; its log:\n%s", expiring.ID, log)
+	}
+	if _, err := os.Stat(expiring.WorkspaceDir); !os.IsNotExist(err) {
+		t.Fatal("the reaped workspace remains")
+	}
+	// And by hand, as sh <root>/.sandboxer/bin/reaper.sh.
+	if again, err := backends.RunReaper(ctx, h); err != nil || len(again) != 0 {
+		t.Fatalf("running the reaper by hand: %v %v", again, err)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("a command in the root directory's name was run")
+	}
+}
+
+// The reaper acts on the same records as the provider: an expired record
+// whose id is not its file's, or whose workspace lies outside the root
+// (directly, or through a symlink inside it), is skipped whole.
+func TestReaperSkipsTamperedRecords(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	h := testharness.SSHHost(t)
+	saveCrontab(t, h)
+	t.Cleanup(func() { backends.UninstallReaper(context.Background(), h) })
+	if err := backends.InstallReaper(ctx, h); err != nil {
+		t.Fatal(err)
+	}
+	root, err := filepath.EvalSymlinks(h.RootDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	outside := t.TempDir()
+	if err := os.Symlink(outside, filepath.Join(root, "link")); err != nil {
+		t.Fatal(err)
+	}
+	expired := time.Now().Add(-time.Hour).UTC()
+	plant := func(file string, sb backends.Sandbox) {
+		t.Helper()
+		sb.ExpiresAt = &expired
+		data, _ := json.MarshalIndent(sb, "", "  ")
+		p := filepath.Join(root, ".sandboxer", "sandboxes", file+".json")
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, append(data, '\n'), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var dirs []string
+	dir := func(base, name string) string {
+		d := filepath.Join(base, name)
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		dirs = append(dirs, d)
+		return d
+	}
+	a, b, c, d, e := backends.NewID(), backends.NewID(), backends.NewID(), backends.NewID(), backends.NewID()
+	plant(a, backends.Sandbox{ID: a, Extension: "ext.compose-ssh", WorkspaceDir: dir(outside, a)})
+	plant(b, backends.Sandbox{ID: c, Extension: "ext.compose-ssh", WorkspaceDir: dir(root, c)})
+	dir(outside, d)
+	plant(d, backends.Sandbox{ID: d, Extension: "ext.compose-ssh", WorkspaceDir: root + "/link/" + d})
+	plant(e, backends.Sandbox{ID: e, Extension: "ext.vm-packer", WorkspaceDir: root + "/../" + filepath.Base(root) + "/sbx-" + e})
+	dir(root, "sbx-"+e)
+	reaped, err := backends.RunReaper(ctx, h)
+	if err != nil || len(reaped) != 0 {
+		t.Fatalf("reaped %v (%v), want nothing", reaped, err)
+	}
+	for _, d := range dirs {
+		if _, err := os.Stat(d); err != nil {
+			t.Errorf("%s was removed", d)
+		}
+	}
+	for _, id := range []string{a, b, d, e} {
+		if _, err := os.Stat(filepath.Join(root, ".sandboxer", "sandboxes", id+".json")); err != nil {
+			t.Errorf("the record %s.json was removed", id)
+		}
 	}
 }

@@ -1,9 +1,12 @@
 package backends
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"path"
+	"strings"
 
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/hosts"
 )
@@ -18,6 +21,11 @@ func recordPath(h *hosts.Host, id string) string {
 // recordMissingExit is the exit code readRecord's script uses for "no record".
 const recordMissingExit = 44
 
+// vmPackerExtension is ext.vm-packer's catalog name (vmattach.Name, which
+// this package cannot import): its workspaces may live under the profile's
+// workspace_base, outside the root directory.
+const vmPackerExtension = "ext.vm-packer"
+
 func writeRecord(ctx context.Context, h *hosts.Host, sb *Sandbox) error {
 	data, err := json.MarshalIndent(sb, "", "  ")
 	if err != nil {
@@ -26,20 +34,82 @@ func writeRecord(ctx context.Context, h *hosts.Host, sb *Sandbox) error {
 	return hosts.WriteFile(ctx, h, recordPath(h, sb.ID), append(data, '\n'), 0o600)
 }
 
+// readRecord reads a record and refuses one that is not trustworthy (see
+// checkRecord): whoever can write the host's files could otherwise aim
+// teardown at anything. The root directory is resolved in the same command,
+// so the check costs no extra round trip even when root_dir is relative to
+// the SSH user's home.
 func readRecord(ctx context.Context, h *hosts.Host, id string) (*Sandbox, error) {
 	p := recordPath(h, id)
-	out, err := hosts.Output(ctx, h, fmt.Sprintf("[ -f %[1]s ] || exit %[2]d; cat %[1]s", hosts.Quote(p), recordMissingExit))
+	out, err := hosts.Output(ctx, h, fmt.Sprintf("[ -f %[1]s ] || exit %[2]d; (cd -- %[3]s && pwd -P) || exit 1; cat -- %[1]s",
+		hosts.Quote(p), recordMissingExit, hosts.Quote(h.RootDir)))
 	if hosts.IsExitCode(err, recordMissingExit) {
 		return nil, ErrNotFound
 	}
 	if err != nil {
 		return nil, err
 	}
+	root, data, ok := bytes.Cut(out, []byte("\n"))
+	if !ok {
+		return nil, fmt.Errorf("host %q: unable to resolve root directory %s", h.Host(), h.RootDir)
+	}
 	var sb Sandbox
-	if err := json.Unmarshal(out, &sb); err != nil {
+	if err := json.Unmarshal(data, &sb); err != nil {
 		return nil, fmt.Errorf("host %q: sandbox record %s is corrupt: %w", h.Host(), p, err)
 	}
+	if err := checkRecord(&sb, id, string(root)); err != nil {
+		return nil, fmt.Errorf("host %q: refusing sandbox record %s: %w", h.Host(), p, err)
+	}
 	return &sb, nil
+}
+
+// checkRecord says whether the record read from <id>.json can be acted on:
+// its id is the file's and a valid id, and its workspace is one a sandbox
+// of that id could have (workspaceAllowed).
+func checkRecord(sb *Sandbox, id, root string) error {
+	if sb.ID != id {
+		return fmt.Errorf("its id %q is not its file name's %q", sb.ID, id)
+	}
+	if err := CheckID(sb.ID); err != nil {
+		return err
+	}
+	if sb.WorkspaceDir == "" {
+		return nil // nothing will be removed
+	}
+	return workspaceAllowed(sb.WorkspaceDir, root, sb.ID, sb.Extension == vmPackerExtension)
+}
+
+// workspaceAllowed is the rule for a sandbox's workspace ws, given the
+// host's resolved (absolute, symlink-free) root directory:
+//   - ws is absolute and clean (no "..", ".", "//" or trailing "/");
+//   - its last element is id, or sbx-<id> (ext.vm-packer's name);
+//   - it lies inside root, not in root/.sandboxer (the provider's own state);
+//   - except that an ext.vm-packer workspace named sbx-<id> may lie under a
+//     profile's workspace_base, which neither the record nor the host
+//     knows: then it must merely not be "/", the root or one of the root's
+//     ancestors.
+func workspaceAllowed(ws, root, id string, vmPacker bool) error {
+	if !strings.HasPrefix(ws, "/") || path.Clean(ws) != ws {
+		return fmt.Errorf("workspace %q is not a clean absolute path", ws)
+	}
+	name := path.Base(ws)
+	if name != id && name != "sbx-"+id {
+		return fmt.Errorf("workspace %s is not named %s or sbx-%s", ws, id, id)
+	}
+	if root != "" {
+		if !strings.HasPrefix(root, "/") || path.Clean(root) != root {
+			return fmt.Errorf("root directory %q is not a clean absolute path", root)
+		}
+		inside := root == "/" || strings.HasPrefix(ws, root+"/")
+		if inside && !strings.HasPrefix(ws, strings.TrimSuffix(root, "/")+"/.sandboxer/") {
+			return nil
+		}
+		if vmPacker && name == "sbx-"+id && ws != root && !strings.HasPrefix(root+"/", ws+"/") && !inside {
+			return nil
+		}
+		return fmt.Errorf("workspace %s is not a sandbox directory inside root directory %s", ws, root)
+	}
+	return nil
 }
 
 func removeRecord(ctx context.Context, h *hosts.Host, id string) error {

@@ -3,6 +3,7 @@ package backends
 import (
 	"context"
 	"fmt"
+	"path"
 	"regexp"
 	"sort"
 	"strings"
@@ -45,16 +46,50 @@ func PopulateWorkspace(ctx context.Context, req Request, ws string) error {
 	return nil
 }
 
-// RemoveWorkspace deletes ws, but only if its last element is name: a
-// tampered or mistaken record can never point rm -rf somewhere else.
+// RemoveWorkspace deletes ws, the workspace directory named name, and
+// nothing else, whatever a record says: ws must pass workspaceAllowed (clean,
+// absolute, last element name, inside h's root directory unless it is an
+// sbx-<id> workspace under a profile's workspace_base). The host re-checks in
+// the same script against the resolved root and removes name relative to
+// its parent's directory once it has changed into it and verified with
+// pwd -P that the parent has no symlink in it: a path swapped for a symlink
+// between check and removal still cannot send rm -rf anywhere else.
 func RemoveWorkspace(ctx context.Context, h *hosts.Host, ws, name string) error {
 	if ws == "" {
 		return nil
 	}
-	if !strings.HasSuffix(ws, "/"+name) {
-		return fmt.Errorf("refusing to remove %s: a workspace of sandbox %s must end in /%s", ws, name, name)
+	id, vmPacker := name, false
+	if rest, ok := strings.CutPrefix(name, "sbx-"); ok {
+		id, vmPacker = rest, true
 	}
-	return h.Run(ctx, "rm -rf -- "+hosts.Quote(ws), nil, nil)
+	if err := CheckID(name); err != nil || path.Base(ws) != name {
+		return fmt.Errorf("refusing to remove %s: a workspace of sandbox %s must end in /%s", ws, id, name)
+	}
+	if err := workspaceAllowed(ws, "", id, vmPacker); err != nil {
+		return fmt.Errorf("refusing to remove %s: %w", ws, err)
+	}
+	outside := "false"
+	if vmPacker {
+		outside = "true"
+	}
+	script := fmt.Sprintf(`r=$(cd -- %[1]s && pwd -P) || exit 1
+cd -- %[2]s 2>/dev/null || exit 0
+here=$(pwd -P)
+refuse() { echo "refusing: $1" >&2; exit 1; }
+[ "$here" = %[2]s ] || refuse "its parent resolves to $here"
+case "$here/" in
+"$r"/.sandboxer/*) refuse "it is inside $r/.sandboxer" ;;
+"$r"/*) ;;
+*)
+	%[4]s || refuse "it is not inside root directory $r"
+	case "$r/" in "$here"/%[3]s/*) refuse "it holds root directory $r" ;; esac
+	;;
+esac
+rm -rf -- ./%[3]s`, hosts.Quote(h.RootDir), hosts.Quote(path.Dir(ws)), hosts.Quote(name), outside)
+	if err := h.Run(ctx, script, nil, nil); err != nil {
+		return fmt.Errorf("unable to remove workspace %s: %w", ws, err)
+	}
+	return nil
 }
 
 var envNamePattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)

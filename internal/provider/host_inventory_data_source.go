@@ -51,6 +51,7 @@ type hostInventoryModel struct {
 	StaleSandboxIDs   types.List    `tfsdk:"stale_sandbox_ids"`
 	StoreBytes        types.Int64   `tfsdk:"store_bytes"`
 	StoreSnapshots    types.Int64   `tfsdk:"store_snapshot_count"`
+	FreeNetworks      types.Int64   `tfsdk:"free_sandbox_networks"`
 	ReaperInstalled   types.Bool    `tfsdk:"reaper_installed"`
 	ReaperScheduled   types.Bool    `tfsdk:"reaper_scheduled"`
 	CanaryOK          types.Bool    `tfsdk:"canary_ok"`
@@ -106,6 +107,8 @@ func (d *HostInventoryDataSource) Schema(_ context.Context, _ datasource.SchemaR
 			"load_15":                f64("Load average over 15 minutes."),
 			"docker_version":         str("Docker engine version (empty without docker)."),
 			"compose_version":        str("Compose version (empty without compose)."),
+			"free_sandbox_networks": i64("How many more compose sandbox networks of the default size (/27) fit in the host's " +
+				"`network_pool`, given the subnets its sandboxes and other docker networks hold. Each network of a compose sandbox takes one."),
 			"sandboxes": schema.ListAttribute{Computed: true, ElementType: inventorySandboxType,
 				MarkdownDescription: "Sandboxes recorded on the host: `id`, `profile`, `extension`, `status`, `created_at`, `expires_at`, `expired`, `stale`."},
 			"stale_sandbox_ids": schema.ListAttribute{Computed: true, ElementType: types.StringType,
@@ -166,6 +169,13 @@ func (d *HostInventoryDataSource) Read(ctx context.Context, req datasource.ReadR
 	m.StoreBytes, m.StoreSnapshots = types.Int64Value(facts.StoreBytes), types.Int64Value(int64(facts.StoreSnapshots))
 	m.ReaperInstalled, m.ReaperScheduled = types.BoolValue(facts.ReaperInstalled), types.BoolValue(facts.ReaperScheduled)
 
+	free, err := d.data.registry.FreeNetworks(ctx, h)
+	if err != nil {
+		resp.Diagnostics.AddError("Unable to Inventory Host", fmt.Sprintf("Host %q: %v", name, err))
+		return
+	}
+	m.FreeNetworks = types.Int64Value(int64(free))
+
 	list, err := d.data.registry.Sandboxes(ctx, h)
 	if err != nil {
 		resp.Diagnostics.AddError("Unable to Inventory Host", fmt.Sprintf("Host %q: %v", name, err))
@@ -215,7 +225,7 @@ func (m *hostInventoryModel) blank() {
 	for _, s := range []*types.String{&m.UnreachableReason, &m.OS, &m.Arch, &m.Kernel, &m.DockerVersion, &m.ComposeVersion, &m.CanaryError} {
 		*s = types.StringValue("")
 	}
-	for _, n := range []*types.Int64{&m.CPUCount, &m.MemoryTotal, &m.MemoryAvailable, &m.DiskTotal, &m.DiskFree, &m.StoreBytes, &m.StoreSnapshots, &m.CanaryReadyMs} {
+	for _, n := range []*types.Int64{&m.CPUCount, &m.MemoryTotal, &m.MemoryAvailable, &m.DiskTotal, &m.DiskFree, &m.StoreBytes, &m.StoreSnapshots, &m.FreeNetworks, &m.CanaryReadyMs} {
 		*n = types.Int64Value(0)
 	}
 	m.Load1, m.Load5, m.Load15 = types.Float64Value(0), types.Float64Value(0), types.Float64Value(0)

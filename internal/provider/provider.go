@@ -6,6 +6,7 @@ package provider
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"os"
 	"sort"
 	"strings"
@@ -63,6 +64,8 @@ type hostModel struct {
 	Local   types.Bool   `tfsdk:"local"`
 	RootDir types.String `tfsdk:"root_dir"`
 	Reaper  types.Bool   `tfsdk:"reaper"`
+	// NetworkPool is read by Configure for ext.compose-ssh.
+	NetworkPool types.String `tfsdk:"network_pool"`
 	sshModel
 	Bastion *sshModel `tfsdk:"bastion"`
 }
@@ -175,6 +178,12 @@ func (p *SandboxerProvider) Schema(_ context.Context, _ provider.SchemaRequest, 
 			"crontab entry running it every minute where the host has cron) when a sandbox is first created there. It tears down " +
 			"sandboxes whose `expires_at` has passed with nobody running Terraform, and touches nothing without a sandbox record. " +
 			"`false`: remove that reaper and its crontab entry, if installed, at the same moment. Unset: leave the host as it is."}
+	hostAttrs["network_pool"] = schema.StringAttribute{Optional: true,
+		MarkdownDescription: "IPv4 CIDR from which each compose sandbox network on this host gets its own small subnet " +
+			"(a /27 unless the profile's `network_prefix_length` says otherwise), so a host holds thousands of sandboxes instead of " +
+			"the ~30 networks dockerd's default address pools allow. Default `" + composessh.DefaultNetworkPool.String() + "`, " +
+			"outside docker's own pools; pick another if it overlaps a network the host reaches. A compose file's own subnets " +
+			"and external networks are left alone."}
 	hostAttrs["root_dir"] = schema.StringAttribute{Optional: true,
 		MarkdownDescription: "Directory on the host under which sandboxes, their records and the checkpoint store live. " +
 			"Default `~/.local/share/sandboxer` for local hosts and `sandboxer` (in the SSH user's home) for SSH hosts."}
@@ -231,12 +240,12 @@ func (p *SandboxerProvider) Configure(ctx context.Context, req provider.Configur
 		resp.Diagnostics.AddAttributeError(path.Root("profiles_dir"), "Unable to Load Profiles", err.Error())
 		return
 	}
-	composeCmd := stringOr(cfg.ComposeCommand, os.Getenv("SANDBOXER_COMPOSE_CMD"))
+	compose := composessh.New(stringOr(cfg.ComposeCommand, os.Getenv("SANDBOXER_COMPOSE_CMD")))
 	data := &providerData{
 		hosts:       map[string]*hosts.Host{LocalHostName: localHost(LocalHostName, "")},
 		defaultHost: stringOr(cfg.DefaultHost, os.Getenv("SANDBOXER_HOST")),
 		catalog:     cat,
-		registry:    backends.NewRegistry(composessh.New(composeCmd), vmattach.New(), saasstub.New()),
+		registry:    backends.NewRegistry(compose, vmattach.New(), saasstub.New()),
 	}
 	data.events = events.New(cfg.EventsURL.ValueString(), cfg.EventsSecret.ValueString(), cfg.Actor.ValueString())
 	if f := cfg.CreditsFile.ValueString(); f != "" {
@@ -261,6 +270,15 @@ func (p *SandboxerProvider) Configure(ctx context.Context, req provider.Configur
 			continue
 		}
 		data.hosts[name] = h
+		if pool := hm.NetworkPool.ValueString(); pool != "" {
+			prefix, err := netip.ParsePrefix(pool)
+			if err != nil || !prefix.Addr().Is4() || prefix.Bits() > 27 {
+				resp.Diagnostics.AddAttributeError(at.AtName("network_pool"), "Invalid Network Pool",
+					fmt.Sprintf("host %q: network_pool %q is not an IPv4 CIDR of at least one /27, such as 10.213.0.0/16", name, pool))
+				continue
+			}
+			compose.NetworkPools[name] = prefix.Masked()
+		}
 	}
 	if data.defaultHost != "" {
 		if _, err := data.host(data.defaultHost); err != nil {

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"sort"
@@ -37,15 +38,19 @@ type Extension struct {
 	// PollInterval is how often WaitReady looks at the services.
 	PollInterval time.Duration
 	Now          func() time.Time
+	// NetworkPools are the hosts' network_pool settings, by host name;
+	// a host without one uses DefaultNetworkPool.
+	NetworkPools map[string]netip.Prefix
 
 	detected sync.Map // host name -> []string (compose argv)
+	pools    sync.Map // host name -> *networkPool
 }
 
 var _ backends.Extension = (*Extension)(nil)
 
 // New returns the extension using composeCommand ("" to auto-detect).
 func New(composeCommand string) *Extension {
-	return &Extension{ComposeCommand: composeCommand, PollInterval: time.Second, Now: time.Now}
+	return &Extension{ComposeCommand: composeCommand, PollInterval: time.Second, Now: time.Now, NetworkPools: map[string]netip.Prefix{}}
 }
 
 func (e *Extension) Name() string { return Name }
@@ -164,9 +169,12 @@ func engine(compose []string) string {
 	return "docker"
 }
 
-// inWorkspace builds `cd WS && <compose> -p PROJECT -f FILE args...`.
+// inWorkspace builds `cd WS && <compose> -p PROJECT -f FILE [-f OVERRIDE] args...`.
 func inWorkspace(sb *backends.Sandbox, compose []string, args ...string) string {
 	argv := append(append([]string{}, compose...), "-p", sb.ComposeProject, "-f", sb.ComposeFile)
+	if sb.NetworkOverride {
+		argv = append(argv, "-f", overrideFor(sb))
+	}
 	return "cd -- " + hosts.Quote(sb.WorkspaceDir) + " && " + hosts.Command(append(argv, args...)...)
 }
 
@@ -187,9 +195,10 @@ func (e *Extension) Provision(ctx context.Context, req backends.Request) (*backe
 	// The services, known from the client's copy of the compose file: no
 	// round trip, and the same list the plan showed.
 	var plan backends.Plan
+	var networks []string
 	if !fromSnapshot {
 		var err error
-		if plan, err = e.Plan(req.Profile, req.Inputs, req.Env); err != nil {
+		if plan, networks, err = e.load(req.Profile, req.Inputs, req.Env); err != nil {
 			return nil, err
 		}
 	}
@@ -236,10 +245,28 @@ func (e *Extension) Provision(ctx context.Context, req backends.Request) (*backe
 	} else {
 		sb.Services = plan.Services
 	}
-	if err := req.Host.Run(ctx, inWorkspace(sb, compose, "up", "-d", "--remove-orphans"), nil, nil); err != nil {
-		return fail(fmt.Errorf("compose up failed: %w", err))
+	// Reservations are per root directory, but docker's address space is
+	// the host's: another root (another user, another configuration) may
+	// create a network in a chosen subnet before this stack does. Docker
+	// refuses the overlap; then the subnets are chosen again, with that
+	// network now in the taken set.
+	for attempt := 1; ; attempt++ {
+		if sb.NetworkOverride, err = e.reserveNetworks(ctx, req.Host, req.Profile, sb, engine(compose), networks); err != nil {
+			return fail(err)
+		}
+		err := req.Host.Run(ctx, inWorkspace(sb, compose, "up", "-d", "--remove-orphans"), nil, nil)
+		if err == nil {
+			return sb, nil
+		}
+		var ce *hosts.CommandError
+		if !errors.As(err, &ce) || !strings.Contains(ce.Stderr, "Pool overlaps") || attempt == 5 {
+			return fail(fmt.Errorf("compose up failed: %w", err))
+		}
+		if derr := req.Host.Run(ctx, inWorkspace(sb, compose, "down", "--remove-orphans", "--timeout", "5")+
+			"; rm -f -- "+hosts.Quote(overrideFor(sb)), nil, nil); derr != nil {
+			return fail(fmt.Errorf("compose up failed: %w; undoing it to choose other subnets failed: %v", err, derr))
+		}
 	}
-	return sb, nil
 }
 
 func (e *Extension) WaitReady(ctx context.Context, h *hosts.Host, sb *backends.Sandbox) error {
@@ -359,7 +386,7 @@ func (e *Extension) Teardown(ctx context.Context, h *hosts.Host, sb *backends.Sa
 	if sb.ComposeFile != "" && sb.WorkspaceDir != "" {
 		fmt.Fprintf(&script, "if test -f %s; then %s >/dev/null 2>&1 || true; fi\n",
 			hosts.Quote(sb.WorkspaceDir+"/"+sb.ComposeFile),
-			inWorkspace(&backends.Sandbox{WorkspaceDir: sb.WorkspaceDir, ComposeProject: project, ComposeFile: sb.ComposeFile},
+			inWorkspace(&backends.Sandbox{WorkspaceDir: sb.WorkspaceDir, ComposeProject: project, ComposeFile: sb.ComposeFile, ID: sb.ID, NetworkOverride: sb.NetworkOverride},
 				compose, "down", "--volumes", "--remove-orphans", "--timeout", "5"))
 	}
 	fmt.Fprintf(&script, `ids=$(%[1]s ps -aq --filter %[2]s); if [ -n "$ids" ]; then %[1]s rm -f -v $ids >/dev/null; fi
@@ -368,6 +395,9 @@ ids=$(%[1]s volume ls -q --filter %[2]s); if [ -n "$ids" ]; then %[1]s volume rm
 left=$(%[1]s ps -aq --filter %[2]s; %[1]s network ls -q --filter %[2]s; %[1]s volume ls -q --filter %[2]s)
 if [ -n "$left" ]; then echo "resources of project %[3]s remain: $left" >&2; exit 1; fi
 `, eng, filter, project)
+	// The network reservation goes last, once its networks are gone. Its
+	// path comes from the id, never from the record.
+	fmt.Fprintf(&script, "rm -f -- %s\n", hosts.Quote(overridePath(h, sb)))
 	if err := h.Run(ctx, script.String(), nil, nil); err != nil {
 		return fmt.Errorf("unable to remove the containers, networks and volumes of sandbox %s: %w", sb.ID, err)
 	}

@@ -47,21 +47,34 @@ var quietLogrus sync.Once
 // env is what the workspace .env will hold; when empty the sandbox writes no
 // .env and compose reads the repo's own, copied with it.
 func (e *Extension) Plan(p *catalog.Profile, inputs, env map[string]string) (backends.Plan, error) {
+	plan, _, err := e.load(p, inputs, env)
+	return plan, err
+}
+
+// load is Plan, plus the networks the stack creates whose addresses the
+// provider chooses (see networks.go).
+func (e *Extension) load(p *catalog.Profile, inputs, env map[string]string) (backends.Plan, []string, error) {
 	if image := canaryImage(p, inputs); image != "" {
-		return backends.Plan{Services: []string{"canary"}}, nil
+		return backends.Plan{Services: []string{"canary"}}, []string{"default"}, nil
 	}
 	file, err := composeFile(inputs)
 	if err != nil {
-		return backends.Plan{}, err
+		return backends.Plan{}, nil, err
 	}
 	repo, err := filepath.EvalSymlinks(inputs["repo"])
 	if err != nil {
-		return backends.Plan{}, fmt.Errorf("input repo: %w", err)
+		return backends.Plan{}, nil, fmt.Errorf("input repo: %w", err)
 	}
-	return loadPlan(repo, file, env)
+	return loadProject(repo, file, env)
 }
 
+// loadPlan is loadProject without the networks (for tests).
 func loadPlan(repo, file string, env map[string]string) (backends.Plan, error) {
+	plan, _, err := loadProject(repo, file, env)
+	return plan, err
+}
+
+func loadProject(repo, file string, env map[string]string) (backends.Plan, []string, error) {
 	// compose-go warns through logrus' global logger; those warnings (an
 	// obsolete `version:`, an unset variable) would otherwise land on the
 	// provider's stderr as noise. The checks below say what matters.
@@ -89,11 +102,11 @@ func loadPlan(repo, file string, env map[string]string) (backends.Plan, error) {
 	}
 	po, err := cli.NewProjectOptions([]string{path}, opts...)
 	if err != nil {
-		return backends.Plan{}, &FileError{File: path, Msg: err.Error()}
+		return backends.Plan{}, nil, &FileError{File: path, Msg: err.Error()}
 	}
 	project, err := po.LoadProject(context.Background())
 	if err != nil {
-		return backends.Plan{}, &FileError{File: path, Line: yamlErrorLine(err.Error()), Msg: strings.TrimPrefix(err.Error(), path+": ")}
+		return backends.Plan{}, nil, &FileError{File: path, Line: yamlErrorLine(err.Error()), Msg: strings.TrimPrefix(err.Error(), path+": ")}
 	}
 	raw, _ := os.ReadFile(path)
 	lines := newLineIndex(raw)
@@ -103,13 +116,13 @@ func loadPlan(repo, file string, env map[string]string) (backends.Plan, error) {
 		svc := project.Services[name]
 		plan.Services = append(plan.Services, name)
 		if svc.ContainerName != "" {
-			return backends.Plan{}, &FileError{File: path, Line: lines.at("services", name, "container_name"),
+			return backends.Plan{}, nil, &FileError{File: path, Line: lines.at("services", name, "container_name"),
 				Msg: fmt.Sprintf("service %q sets container_name %q: container names are global on a host, so two sandboxes of this stack "+
 					"would collide; remove it (compose names containers after the sandbox's own project)", name, svc.ContainerName)}
 		}
 		if svc.Build != nil {
 			if err := checkBuild(repo, name, svc.Build); err != nil {
-				return backends.Plan{}, &FileError{File: path, Line: lines.at("services", name, "build"), Msg: err.Error()}
+				return backends.Plan{}, nil, &FileError{File: path, Line: lines.at("services", name, "build"), Msg: err.Error()}
 			}
 		}
 		for _, port := range svc.Ports {
@@ -126,7 +139,7 @@ func loadPlan(repo, file string, env map[string]string) (backends.Plan, error) {
 		}
 	}
 	if len(plan.Services) == 0 {
-		return backends.Plan{}, &FileError{File: path, Msg: "no service would start: every service is disabled by a profile, or none is declared"}
+		return backends.Plan{}, nil, &FileError{File: path, Msg: "no service would start: every service is disabled by a profile, or none is declared"}
 	}
 	for _, name := range sortedKeys(project.Volumes) {
 		if project.Volumes[name].External {
@@ -140,7 +153,7 @@ func loadPlan(repo, file string, env map[string]string) (backends.Plan, error) {
 				lineRef(path, lines.at("networks", name)), name))
 		}
 	}
-	return plan, nil
+	return plan, managedNetworks(project), nil
 }
 
 // checkBuild refuses a build the host cannot do: only the repo is copied to
