@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/testharness"
 )
@@ -43,20 +42,33 @@ func TestAccApplySixComposeSandboxesHandshakes(t *testing.T) {
 	}
 
 	repo := testharness.ComposeRepo(t, testharness.Image(t), "app")
+	// An sshd of its own: the count is this test's handshakes only.
+	sshd := testharness.StartPrivateSSHD(t)
 	work := t.TempDir()
 	config := `terraform {
   required_providers {
     sandboxer = { source = "sand-boxer/sandboxer" }
   }
 }
-` + h.providerConfig(t) + fmt.Sprintf(`
+` + fmt.Sprintf(`
+provider "sandboxer" {
+  host {
+    name             = "harness"
+    address          = %q
+    user             = %q
+    private_key_file = %q
+    host_key         = %q
+    root_dir         = %q
+  }
+}
+
 resource "sandboxer_sandbox" "six" {
   count   = 6
   profile = "profile.compose-e2e"
   host    = "harness"
   inputs  = { repo = %q }
 }
-`, repo)
+`, sshd.Addr, testharness.Env(t, "SANDBOXER_TEST_SSH_USER"), testharness.Env(t, "SANDBOXER_TEST_SSH_KEY"), sshd.HostKey(), h.rootDir, repo)
 	if err := os.WriteFile(filepath.Join(work, "main.tf"), []byte(config), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -76,10 +88,8 @@ resource "sandboxer_sandbox" "six" {
 		}
 	})
 
-	before := testharness.SSHDAccepted(t, "SANDBOXER_TEST_SSHD_LOG")
 	tf("apply", "-auto-approve")
-	time.Sleep(200 * time.Millisecond) // let sshd flush its log
-	handshakes := testharness.SSHDAccepted(t, "SANDBOXER_TEST_SSHD_LOG") - before
+	handshakes := sshd.Accepted()
 	t.Logf("apply of 6 compose sandboxes: %d SSH handshakes", handshakes)
 	if handshakes > 2 {
 		t.Fatalf("apply of 6 compose sandboxes made %d SSH handshakes, want at most 2", handshakes)

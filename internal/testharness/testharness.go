@@ -229,3 +229,23 @@ func (s *PrivateSSHD) Stop() {
 	_ = s.cmd.Wait()
 	s.cmd = nil
 }
+
+// SSHConfig is how to reach the private sshd, its host key pinned.
+func (s *PrivateSSHD) SSHConfig(name string) hosts.SSHConfig {
+	key, err := os.ReadFile(Env(s.t, "SANDBOXER_TEST_SSH_KEY"))
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return hosts.SSHConfig{Name: name, Address: s.Addr, User: Env(s.t, "SANDBOXER_TEST_SSH_USER"), PrivateKey: key, HostKey: s.HostKey()}
+}
+
+// Accepted counts the handshakes this sshd accepted: its log is its own,
+// so nothing else on the machine adds to the count. sshd writes the line
+// before it tells the client authentication succeeded.
+func (s *PrivateSSHD) Accepted() int {
+	data, err := os.ReadFile(s.log)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return strings.Count(string(data), "Accepted publickey")
+}

@@ -12,6 +12,7 @@ import (
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/backends"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/backends/composessh"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/catalog"
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/hosts"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/testharness"
 )
 
@@ -174,10 +175,16 @@ func TestValidateRejectsBadRepoInput(t *testing.T) {
 
 func TestSixSandboxesShareOneHandshake(t *testing.T) {
 	testharness.RequireDocker(t)
-	h := testharness.SSHHost(t)
+	// An sshd of its own: the count is this test's handshakes only.
+	sshd := testharness.StartPrivateSSHD(t)
+	tr, err := hosts.NewSSH(sshd.SSHConfig("harness"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tr.Close() })
+	h := &hosts.Host{Transport: tr, RootDir: t.TempDir()}
 	reg := backends.NewRegistry(composessh.New(os.Getenv("SANDBOXER_COMPOSE_CMD")))
 	repo := testharness.ComposeRepo(t, testharness.Image(t), "app")
-	before := testharness.SSHDAccepted(t, "SANDBOXER_TEST_SSHD_LOG")
 
 	type result struct {
 		sb  *backends.Sandbox
@@ -204,8 +211,7 @@ func TestSixSandboxesShareOneHandshake(t *testing.T) {
 			t.Error(err)
 		}
 	}
-	time.Sleep(200 * time.Millisecond) // let sshd flush its log
-	if n := testharness.SSHDAccepted(t, "SANDBOXER_TEST_SSHD_LOG") - before; n != 1 {
+	if n := sshd.Accepted(); n != 1 {
 		t.Fatalf("6 sandboxes made %d SSH handshakes, want 1", n)
 	}
 }
