@@ -26,25 +26,13 @@ func TestAccSandbox_unreachableHostIsNotGone(t *testing.T) {
 	if err := os.WriteFile(repo+"/README.txt", []byte("fixture\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	config := fmt.Sprintf(`
-provider "sandboxer" {
-  host {
-    name             = "flaky"
-    address          = %q
-    user             = %q
-    private_key_file = %q
-    host_key         = %q
-    root_dir         = %q
-  }
-}
-
+	config := privateSSHDConfig(t, sshd, "flaky", h.rootDir) + fmt.Sprintf(`
 resource "sandboxer_sandbox" "ws" {
   profile = "profile.workspace"
   host    = "flaky"
   inputs  = { repo = %q }
 }
-`, sshd.Addr, testharness.Env(t, "SANDBOXER_TEST_SSH_USER"), testharness.Env(t, "SANDBOXER_TEST_SSH_KEY"),
-		sshd.HostKey(), h.rootDir, repo)
+`, repo)
 	resource.Test(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProviders,

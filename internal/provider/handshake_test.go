@@ -50,25 +50,14 @@ func TestAccApplySixComposeSandboxesHandshakes(t *testing.T) {
     sandboxer = { source = "sand-boxer/sandboxer" }
   }
 }
-` + fmt.Sprintf(`
-provider "sandboxer" {
-  host {
-    name             = "harness"
-    address          = %q
-    user             = %q
-    private_key_file = %q
-    host_key         = %q
-    root_dir         = %q
-  }
-}
-
+` + privateSSHDConfig(t, sshd, "harness", h.rootDir) + fmt.Sprintf(`
 resource "sandboxer_sandbox" "six" {
   count   = 6
   profile = "profile.compose-e2e"
   host    = "harness"
   inputs  = { repo = %q }
 }
-`, sshd.Addr, testharness.Env(t, "SANDBOXER_TEST_SSH_USER"), testharness.Env(t, "SANDBOXER_TEST_SSH_KEY"), sshd.HostKey(), h.rootDir, repo)
+`, repo)
 	if err := os.WriteFile(filepath.Join(work, "main.tf"), []byte(config), 0o644); err != nil {
 		t.Fatal(err)
 	}

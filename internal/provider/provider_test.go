@@ -134,3 +134,21 @@ func (h accHost) checkNothingLeft(t *testing.T) func(*terraform.State) error {
 		return nil
 	}
 }
+
+// privateSSHDConfig is a provider block whose one host, name, is an sshd
+// of the test's own (testharness.StartPrivateSSHD), its key pinned.
+func privateSSHDConfig(t *testing.T, sshd *testharness.PrivateSSHD, name, rootDir string) string {
+	t.Helper()
+	return fmt.Sprintf(`
+provider "sandboxer" {
+  host {
+    name             = %q
+    address          = %q
+    user             = %q
+    private_key_file = %q
+    host_key         = %q
+    root_dir         = %q
+  }
+}
+`, name, sshd.Addr, testharness.Env(t, "SANDBOXER_TEST_SSH_USER"), testharness.Env(t, "SANDBOXER_TEST_SSH_KEY"), sshd.HostKey(), rootDir)
+}
