@@ -3,6 +3,7 @@ package hosts
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -60,8 +61,39 @@ func WriteFile(ctx context.Context, t Transport, path string, data []byte, mode 
 	return Upload(ctx, t, path, bytes.NewReader(data), mode)
 }
 
-// Upload is WriteFile for a stream.
+// Upload is WriteFile for a stream. A transport that is a FileWriter (SSH,
+// through sftp) writes the file itself; otherwise, or when its host cannot
+// take files that way (no sftp subsystem), the data goes through a shell
+// pipeline on the transport, with the same result.
 func Upload(ctx context.Context, t Transport, path string, r io.Reader, mode os.FileMode) error {
+	if fw, ok := fileWriterOf(t); ok {
+		err := fw.WriteFileAtomic(ctx, path, r, mode)
+		if !errors.Is(err, ErrNoFileWriter) {
+			return err
+		}
+		// Nothing was read from r: the pipeline gets all of it.
+	}
+	return uploadShell(ctx, t, path, r, mode)
+}
+
+// fileWriterOf finds the FileWriter behind t. A *Host embeds its transport,
+// which does not make the host itself a FileWriter, so look through it.
+func fileWriterOf(t Transport) (FileWriter, bool) {
+	for {
+		h, ok := t.(*Host)
+		if !ok || h.Transport == nil {
+			break
+		}
+		t = h.Transport
+	}
+	fw, ok := t.(FileWriter)
+	return fw, ok
+}
+
+// uploadShell is Upload as one shell pipeline: `cat` into a temporary file
+// beside path (created 0600 under umask 077, so its content is never
+// readable by others), chmod, then `mv` over path.
+func uploadShell(ctx context.Context, t Transport, path string, r io.Reader, mode os.FileMode) error {
 	tmp := path + ".tmp"
 	script := fmt.Sprintf(`set -e; umask 077; mkdir -p -- "$(dirname -- %[1]s)"; t=%[2]s.$$; trap 'rm -f -- "$t"' EXIT; cat > "$t"; chmod %[3]o "$t"; mv -f -- "$t" %[1]s; trap - EXIT`,
 		Quote(path), Quote(tmp), mode.Perm())

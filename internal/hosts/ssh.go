@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/crypto/ssh"
@@ -45,11 +46,27 @@ type SSHConfig struct {
 // capped at MaxSessions. A dead connection is redialled once per call.
 type SSH struct {
 	cfg SSHConfig
+	// sem holds one token per session channel open on the connection: one
+	// per running command, plus one for the sftp channel (sftp.go) for as
+	// long as that is open. sshd counts an sftp subsystem against
+	// MaxSessions exactly like a command, so it must take a token too: were
+	// it left out, MaxSessions commands plus the sftp channel would be one
+	// session more than the cap promises, and with a cap equal to the
+	// server's the last command would be refused instead of queued. The
+	// token is taken before a channel is opened and given back only after it
+	// is closed, so the count never undershoots what the server sees.
 	sem chan struct{}
 
 	mu      sync.Mutex
 	client  *ssh.Client
 	closers []io.Closer // bastion client(s) under client
+	sftp    *sftpState  // the sftp channel on client, or the host's refusal of it; nil when not tried yet
+
+	// sftpOpening is a lock (capacity 1) that callers can give up on when
+	// their context ends: one opener at a time, so a connection carries at
+	// most one sftp channel.
+	sftpOpening chan struct{}
+	sftpWrites  atomic.Int64 // files written through sftp, for tests
 }
 
 var _ Transport = (*SSH)(nil)
@@ -64,7 +81,7 @@ func NewSSH(cfg SSHConfig) (*SSH, error) {
 	if n <= 0 {
 		n = DefaultMaxSessions
 	}
-	return &SSH{cfg: cfg, sem: make(chan struct{}, n)}, nil
+	return &SSH{cfg: cfg, sem: make(chan struct{}, n), sftpOpening: make(chan struct{}, 1)}, nil
 }
 
 func (s *SSH) Host() string { return s.cfg.Name }
@@ -82,6 +99,10 @@ func (s *SSH) dropLocked() {
 		_ = s.client.Close()
 		s.client = nil
 	}
+	// The sftp channel ends with its connection; its watcher (openSFTP)
+	// gives its session token back. A host that refused sftp is asked again
+	// on the next connection: it may have been reconfigured meanwhile.
+	s.sftp = nil
 	for i := len(s.closers) - 1; i >= 0; i-- {
 		_ = s.closers[i].Close()
 	}

@@ -1,0 +1,9 @@
+package hosts
+
+// SFTPWrites reports how many files s has written through sftp, so tests
+// can tell which path a write took.
+func SFTPWrites(s *SSH) int64 { return s.sftpWrites.Load() }
+
+// UploadShell is Upload through the shell pipeline whatever the transport,
+// for tests and benchmarks that compare the two paths.
+var UploadShell = uploadShell
