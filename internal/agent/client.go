@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -31,7 +32,8 @@ func RunIfRequested() {
 // StoreDir is where a host's checkpoint store lives.
 func StoreDir(h *hosts.Host) string { return h.Path(".sandboxer", "store") }
 
-// Client runs agent operations on hosts, installing the agent where needed.
+// Client runs agent operations on hosts, installing the agent where needed;
+// its reads (Get, List, Diff) need no agent and change nothing on a host.
 type Client struct {
 	mu        sync.Mutex
 	installed map[string]string // host name -> agent path there
@@ -209,18 +211,41 @@ func (c *Client) Snapshot(ctx context.Context, h *hosts.Host, workspace string, 
 	return s, err
 }
 
+// Get, List and Diff only read, and they are what a plan runs (a snapshot's
+// refresh, the snapshot data sources, finding a snapshot's host): a plan
+// must change nothing on a host. So they do not go through the agent, whose
+// install writes a binary and whose store opening creates directories.
+// Instead one sh command prints the store's manifests (and env files, for a
+// diff) and this process verifies them (checkpoint.ParseManifest,
+// ParseEnv). A store that does not exist has no snapshots.
+
 // Get returns one snapshot's summary, or checkpoint.ErrNotFound.
 func (c *Client) Get(ctx context.Context, h *hosts.Host, id string) (checkpoint.Summary, error) {
-	var s checkpoint.Summary
-	err := c.call(ctx, h, "get", Request{ID: id}, &s)
-	return s, err
+	if err := checkpoint.CheckID(id); err != nil {
+		return checkpoint.Summary{}, err
+	}
+	files, err := readSnapshotFiles(ctx, h, []string{checkpoint.ManifestFile(id)})
+	if err != nil {
+		return checkpoint.Summary{}, err
+	}
+	m, err := manifestOf(h, id, files)
+	if err != nil {
+		return checkpoint.Summary{}, err
+	}
+	return m.Summary(), nil
 }
 
-// List returns every snapshot on h.
+// List returns every snapshot on h, oldest first.
 func (c *Client) List(ctx context.Context, h *hosts.Host) ([]checkpoint.Summary, error) {
-	var list []checkpoint.Summary
-	err := c.call(ctx, h, "list", Request{}, &list)
-	return list, err
+	files, err := readSnapshotFiles(ctx, h, nil)
+	if err != nil {
+		return nil, err
+	}
+	list, err := checkpoint.ParseListing(files)
+	if err != nil {
+		return nil, fmt.Errorf("host %q: %w", h.Host(), err)
+	}
+	return list, nil
 }
 
 // Delete removes a snapshot and garbage-collects; gone already is success.
@@ -228,11 +253,94 @@ func (c *Client) Delete(ctx context.Context, h *hosts.Host, id string) error {
 	return c.call(ctx, h, "delete", Request{ID: id}, nil)
 }
 
-// Diff compares two snapshots on h.
+// Diff compares two snapshots on h. Their env files are read too (values are
+// compared here, in memory, and only names reported), as a transfer between
+// hosts reads them.
 func (c *Client) Diff(ctx context.Context, h *hosts.Host, from, to string) (checkpoint.Diff, error) {
-	var d checkpoint.Diff
-	err := c.call(ctx, h, "diff", Request{From: from, To: to}, &d)
-	return d, err
+	var names []string
+	for _, id := range []string{from, to} {
+		if err := checkpoint.CheckID(id); err != nil {
+			return checkpoint.Diff{}, err
+		}
+		names = append(names, checkpoint.ManifestFile(id), checkpoint.EnvFile(id))
+	}
+	if from == to {
+		names = names[:2]
+	}
+	files, err := readSnapshotFiles(ctx, h, names)
+	if err != nil {
+		return checkpoint.Diff{}, err
+	}
+	var ms [2]*checkpoint.Manifest
+	var envs [2]map[string]string
+	for i, id := range []string{from, to} {
+		if ms[i], err = manifestOf(h, id, files); errors.Is(err, checkpoint.ErrNotFound) {
+			return checkpoint.Diff{}, fmt.Errorf("snapshot %s: %w", id, err) // which of the two
+		} else if err != nil {
+			return checkpoint.Diff{}, err
+		}
+		if envs[i], err = checkpoint.ParseEnv(ms[i], files[checkpoint.EnvFile(id)]); err != nil {
+			return checkpoint.Diff{}, fmt.Errorf("host %q: %w", h.Host(), err)
+		}
+	}
+	return checkpoint.Compare(ms[0], ms[1], envs[0], envs[1]), nil
+}
+
+// manifestOf verifies snapshot id's manifest among files read by
+// readSnapshotFiles; checkpoint.ErrNotFound when it is not among them.
+func manifestOf(h *hosts.Host, id string, files map[string][]byte) (*checkpoint.Manifest, error) {
+	data, ok := files[checkpoint.ManifestFile(id)]
+	if !ok {
+		return nil, checkpoint.ErrNotFound
+	}
+	m, err := checkpoint.ParseManifest(id, data)
+	if err != nil {
+		return nil, fmt.Errorf("host %q: %w", h.Host(), err)
+	}
+	return m, nil
+}
+
+// readSnapshotFiles returns the named files of h's store that exist (file
+// name in checkpoint.SnapshotsDir -> content), or for nil names every
+// manifest there: one command, which only reads. No store is no files.
+//
+// Each file is printed as its content, then NUL, its name, NUL. A manifest
+// or env file this provider wrote never holds a NUL byte (JSON escapes
+// control characters), so the framing needs no lengths; a file that does
+// breaks the pairing and is reported, never read as something else. A file
+// deleted between the test and the read prints nothing and no name: gone,
+// as it would be a moment later. One that cannot be read fails the command.
+func readSnapshotFiles(ctx context.Context, h *hosts.Host, names []string) (map[string][]byte, error) {
+	dir := StoreDir(h) + "/" + checkpoint.SnapshotsDir
+	words := `"$d"/*.json`
+	if len(names) > 0 {
+		quoted := make([]string, len(names))
+		for i, n := range names {
+			quoted[i] = `"$d"/` + hosts.Quote(n)
+		}
+		words = strings.Join(quoted, " ")
+	}
+	script := fmt.Sprintf(`d=%s; [ -d "$d" ] || exit 0; for f in %s; do `+
+		`[ -f "$f" ] || continue; `+
+		`if cat -- "$f"; then printf '\000%%s\000' "${f##*/}"; elif [ -e "$f" ]; then exit 1; fi; done`,
+		hosts.Quote(dir), words)
+	out, err := hosts.Output(ctx, h, script)
+	if err != nil {
+		return nil, fmt.Errorf("unable to read the snapshots of host %q: %w", h.Host(), err)
+	}
+	parts := bytes.Split(out, []byte{0})
+	if len(parts)%2 != 1 || len(parts[len(parts)-1]) != 0 {
+		return nil, fmt.Errorf("host %q: a file in %s holds a NUL byte: not a manifest this provider wrote", h.Host(), dir)
+	}
+	files := make(map[string][]byte, len(parts)/2)
+	for i := 0; i+1 < len(parts); i += 2 {
+		name := string(parts[i+1])
+		if len(names) > 0 && !slices.Contains(names, name) || len(names) == 0 && !checkpoint.IsManifestFile(name) {
+			return nil, fmt.Errorf("host %q: a file in %s holds a NUL byte: not a manifest this provider wrote", h.Host(), dir)
+		}
+		files[name] = parts[i]
+	}
+	return files, nil
 }
 
 // Restore restores snapshot id of h into workspace on the same host.

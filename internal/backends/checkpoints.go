@@ -4,10 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/catalog"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/checkpoint"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/hosts"
 )
+
+// Snapshots: every checkpoint operation goes through the registry, which
+// runs the host agent and knows the sandboxes; callers see snapshots and
+// sandboxes, never the agent. Reads (GetSnapshot, ListSnapshots,
+// DiffSnapshots) change nothing on a host, so a plan may call them.
 
 // Quiesce modes for a snapshot.
 const (
@@ -24,8 +31,62 @@ type SnapshotRequest struct {
 	Metadata    map[string]string
 	Filter      checkpoint.Filter
 	IncludeEnv  bool
-	Quiesce     string
-	Limits      checkpoint.Limits
+	// Quiesce is none or pause; empty means the profile's default.
+	Quiesce string
+	// Profile is the sandbox's profile: its snapshot limits apply, and its
+	// default quiesce when Quiesce is empty. Nil: no profile limits.
+	Profile *catalog.Profile
+}
+
+// resumeTimeout bounds an unpause or a restart after a snapshot or restore,
+// which runs even when the operation's own context has ended.
+const resumeTimeout = 2 * time.Minute
+
+// DefaultQuiesce is the quiesce a snapshot of a sandbox of profile p uses
+// when its configuration sets none: the profile's snapshots.quiesce, else none.
+func DefaultQuiesce(p *catalog.Profile) string {
+	if p != nil && p.Snapshots.Quiesce != "" {
+		return p.Snapshots.Quiesce
+	}
+	return QuiesceNone
+}
+
+// snapshotLimits are profile p's bounds on what one snapshot may hold,
+// checked before anything is captured.
+func snapshotLimits(p *catalog.Profile) checkpoint.Limits {
+	if p == nil {
+		return checkpoint.Limits{}
+	}
+	return checkpoint.Limits{MaxBytes: p.Snapshots.MaxBytes, MaxFiles: p.Snapshots.MaxFiles}
+}
+
+// ErrSnapshotNotFound is returned for a snapshot its host does not hold.
+var ErrSnapshotNotFound = checkpoint.ErrNotFound
+
+// GetSnapshot reads a snapshot's summary (ErrSnapshotNotFound when absent).
+func (r *Registry) GetSnapshot(ctx context.Context, h *hosts.Host, id string) (checkpoint.Summary, error) {
+	return r.agent.Get(ctx, h, id)
+}
+
+// ListSnapshots lists the snapshots stored on a host.
+func (r *Registry) ListSnapshots(ctx context.Context, h *hosts.Host) ([]checkpoint.Summary, error) {
+	return r.agent.List(ctx, h)
+}
+
+// DiffSnapshots compares two snapshots stored on the same host.
+func (r *Registry) DiffSnapshots(ctx context.Context, h *hosts.Host, from, to string) (checkpoint.Diff, error) {
+	return r.agent.Diff(ctx, h, from, to)
+}
+
+// DeleteSnapshot removes a snapshot (its objects go when no snapshot uses them).
+func (r *Registry) DeleteSnapshot(ctx context.Context, h *hosts.Host, id string) error {
+	return r.agent.Delete(ctx, h, id)
+}
+
+// CopySnapshot copies snapshot id from src's store to dst's (the same host
+// or another) as newID: objects travel once and are verified on arrival.
+func (r *Registry) CopySnapshot(ctx context.Context, src *hosts.Host, id string, dst *hosts.Host, newID, name string) (checkpoint.Summary, error) {
+	return r.agent.Copy(ctx, src, id, dst, newID, name, r.now().UTC())
 }
 
 // Snapshotter returns the extension as a Snapshotter, or an error naming
@@ -69,27 +130,33 @@ func (r *Registry) Snapshot(ctx context.Context, h *hosts.Host, req SnapshotRequ
 	if err != nil {
 		return summary, err
 	}
+	if req.Quiesce == "" {
+		req.Quiesce = DefaultQuiesce(req.Profile)
+	}
 	if req.Quiesce == QuiescePause {
 		if err := snap.Pause(ctx, h, sb); err != nil {
-			_ = snap.Unpause(context.WithoutCancel(ctx), h, sb) // a partial pause is undone too
+			uctx, cancel := detached(ctx, resumeTimeout)
+			defer cancel()
+			_ = snap.Unpause(uctx, h, sb) // a partial pause is undone too
 			return summary, err
 		}
 		// Unpause, also on failure, and wait until healthchecks that failed
 		// while paused pass again: the source is left as it was found.
 		defer func() {
-			bctx := context.WithoutCancel(ctx)
-			if uerr := snap.Unpause(bctx, h, sb); uerr != nil {
+			uctx, cancel := detached(ctx, resumeTimeout)
+			defer cancel()
+			if uerr := snap.Unpause(uctx, h, sb); uerr != nil {
 				err = errors.Join(err, uerr)
 				return
 			}
-			if werr := ext.WaitReady(ctx, h, sb); werr != nil {
+			if werr := ext.WaitReady(uctx, h, sb); werr != nil {
 				err = errors.Join(err, werr)
 			}
 		}()
 	}
-	return r.Agent.Snapshot(ctx, h, sb.WorkspaceDir, checkpoint.CaptureOptions{
+	return r.agent.Snapshot(ctx, h, sb.WorkspaceDir, checkpoint.CaptureOptions{
 		ID: req.ID, Name: req.Name, Description: req.Description, SandboxID: sb.ID, Profile: sb.Profile,
-		Metadata: req.Metadata, Filter: req.Filter, IncludeEnv: req.IncludeEnv, Limits: req.Limits, Now: r.now().UTC(),
+		Metadata: req.Metadata, Filter: req.Filter, IncludeEnv: req.IncludeEnv, Limits: snapshotLimits(req.Profile), Now: r.now().UTC(),
 	})
 }
 
@@ -116,12 +183,15 @@ func (r *Registry) RestoreInPlace(ctx context.Context, snapHost *hosts.Host, sna
 	if err := snap.Stop(ctx, h, sb); err != nil {
 		return res, err
 	}
-	res, err = r.Agent.RestoreFrom(ctx, snapHost, snapshotID, h, sb.WorkspaceDir, opts)
-	bctx := context.WithoutCancel(ctx)
-	if serr := snap.Start(bctx, h, sb); serr != nil {
+	res, err = r.agent.RestoreFrom(ctx, snapHost, snapshotID, h, sb.WorkspaceDir, opts)
+	// The services start again even when the restore failed or its context
+	// ended: the sandbox is never left stopped by a restore.
+	sctx, cancel := detached(ctx, resumeTimeout)
+	defer cancel()
+	if serr := snap.Start(sctx, h, sb); serr != nil {
 		return res, errors.Join(err, serr)
 	}
-	if werr := ext.WaitReady(ctx, h, sb); werr != nil {
+	if werr := ext.WaitReady(sctx, h, sb); werr != nil {
 		return res, errors.Join(err, werr)
 	}
 	return res, err
@@ -133,7 +203,7 @@ func (r *Registry) RestoreNew(ctx context.Context, snapHost *hosts.Host, snapsho
 	var res checkpoint.RestoreResult
 	req.Fill = func(ctx context.Context, ws string) error {
 		var err error
-		res, err = r.Agent.RestoreFrom(ctx, snapHost, snapshotID, req.Host, ws,
+		res, err = r.agent.RestoreFrom(ctx, snapHost, snapshotID, req.Host, ws,
 			checkpoint.RestoreOptions{Files: true, Env: true, Overwrite: true})
 		return err
 	}

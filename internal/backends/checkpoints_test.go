@@ -1,7 +1,11 @@
 package backends_test
 
 import (
+	"bytes"
 	"context"
+	"errors"
+	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/agent"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/backends"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/backends/composessh"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/backends/vmattach"
@@ -117,21 +122,21 @@ func TestCheckpointTutorialOnComposeOverSSH(t *testing.T) {
 
 	// A copy on the other host restores the same content; diff of a
 	// snapshot with itself is empty.
-	cp, err := reg.Agent.Copy(ctx, h, snap.ID, h2, "copy-"+sb.ID, "replica", time.Now())
+	cp, err := reg.CopySnapshot(ctx, h, snap.ID, h2, "copy-"+sb.ID, "replica")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if cp.Digest != snap.Digest {
 		t.Fatalf("copy digest %s != %s", cp.Digest, snap.Digest)
 	}
-	d, err := reg.Agent.Diff(ctx, h2, cp.ID, cp.ID)
+	d, err := reg.DiffSnapshots(ctx, h2, cp.ID, cp.ID)
 	if err != nil || len(d.FilesAdded)+len(d.FilesModified)+len(d.FilesRemoved) != 0 {
 		t.Fatalf("self diff %+v %v", d, err)
 	}
-	if err := reg.Agent.Delete(ctx, h, snap.ID); err != nil {
+	if err := reg.DeleteSnapshot(ctx, h, snap.ID); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := reg.Agent.Get(ctx, h, snap.ID); err != checkpoint.ErrNotFound {
+	if _, err := reg.GetSnapshot(ctx, h, snap.ID); err != checkpoint.ErrNotFound {
 		t.Fatalf("deleted snapshot: %v", err)
 	}
 }
@@ -147,7 +152,7 @@ func TestPauseIsUndoneWhenCaptureFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer reg.Destroy(ctx, h, sb.ID)
-	_, err = reg.Snapshot(ctx, h, backends.SnapshotRequest{ID: "s1", SandboxID: sb.ID, Quiesce: backends.QuiescePause, Limits: checkpoint.Limits{MaxFiles: 1}})
+	_, err = reg.Snapshot(ctx, h, backends.SnapshotRequest{ID: "s1", SandboxID: sb.ID, Quiesce: backends.QuiescePause, Profile: &catalog.Profile{Snapshots: catalog.SnapshotSettings{MaxFiles: 1}}})
 	if err == nil || !strings.Contains(err.Error(), "over the limit") {
 		t.Fatalf("want a limit error, got %v", err)
 	}
@@ -155,4 +160,126 @@ func TestPauseIsUndoneWhenCaptureFails(t *testing.T) {
 	if strings.Contains(string(out), "Paused") || !strings.Contains(string(out), "Up") {
 		t.Fatalf("services left paused after a failed capture: %q", out)
 	}
+}
+
+// treeOf lists everything under root with its mode, size and mtime: two
+// equal listings mean nothing was created, removed or written (a file
+// added or removed also changes its directory's mtime).
+func treeOf(t *testing.T, root string) string {
+	t.Helper()
+	var b strings.Builder
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(&b, "%s %v %d %d\n", p, info.Mode(), info.Size(), info.ModTime().UnixNano())
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+// What a plan runs for snapshots (the resource's Read, the snapshot and
+// diff data sources, finding a snapshot's host: reg.GetSnapshot, ListSnapshots, DiffSnapshots)
+// changes nothing on the host, before any snapshot and after captures, and
+// does not trust a manifest changed on the host.
+func TestSnapshotReadsChangeNothingOnTheHost(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	h := testharness.SSHHost(t)
+	agentDir := h.Path(".sandboxer", "bin")
+	unchanged := func(t *testing.T, before string) {
+		t.Helper()
+		if after := treeOf(t, h.RootDir); after != before {
+			t.Fatalf("reads changed the host:\nbefore:\n%s\nafter:\n%s", before, after)
+		}
+		if _, err := os.Stat(agentDir); !errors.Is(err, fs.ErrNotExist) {
+			t.Fatalf("reads installed an agent: %v", err)
+		}
+	}
+
+	// A fresh root dir: no store is no snapshots, and stays no store.
+	reg := backends.NewRegistry(vmattach.New())
+	before := treeOf(t, h.RootDir)
+	if _, err := reg.GetSnapshot(ctx, h, "snap-1"); !errors.Is(err, checkpoint.ErrNotFound) {
+		t.Fatalf("get on a fresh host: want not found, got %v", err)
+	}
+	if list, err := reg.ListSnapshots(ctx, h); err != nil || len(list) != 0 {
+		t.Fatalf("list on a fresh host: %v, %v", list, err)
+	}
+	if _, err := reg.DiffSnapshots(ctx, h, "snap-1", "snap-2"); !errors.Is(err, checkpoint.ErrNotFound) {
+		t.Fatalf("diff on a fresh host: want not found, got %v", err)
+	}
+	unchanged(t, before)
+
+	// Two captures (through the agent, which they install).
+	sb, err := reg.Create(ctx, backends.Request{ID: backends.NewID(), Profile: profile(t, "profile.workspace"), Host: h})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reg.Destroy(context.Background(), h, sb.ID)
+	write(t, sb.WorkspaceDir, "app/state.txt", "one\n")
+	s1, err := reg.Snapshot(ctx, h, backends.SnapshotRequest{ID: "snap-1", SandboxID: sb.ID, Name: "one"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, sb.WorkspaceDir, "app/state.txt", "two\n")
+	write(t, sb.WorkspaceDir, "app/new.txt", "new\n")
+	s2, err := reg.Snapshot(ctx, h, backends.SnapshotRequest{ID: "snap-2", SandboxID: sb.ID, Name: "two"})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Reads by a provider that has not installed anything, on a host whose
+	// agent is gone: they cannot be going through it.
+	if err := os.RemoveAll(agentDir); err != nil {
+		t.Fatal(err)
+	}
+	reg = backends.NewRegistry(vmattach.New())
+	before = treeOf(t, h.RootDir)
+	if got, err := reg.GetSnapshot(ctx, h, "snap-1"); err != nil || got.Digest != s1.Digest || got.Name != "one" {
+		t.Fatalf("get: %+v, %v", got, err)
+	}
+	if list, err := reg.ListSnapshots(ctx, h); err != nil || len(list) != 2 || list[0].ID != s1.ID || list[1].ID != s2.ID {
+		t.Fatalf("list: %+v, %v", list, err)
+	}
+	d, err := reg.DiffSnapshots(ctx, h, "snap-1", "snap-2")
+	if err != nil || strings.Join(d.FilesAdded, ",") != "app/new.txt" || strings.Join(d.FilesModified, ",") != "app/state.txt" ||
+		len(d.FilesRemoved) != 0 || d.SizeChangeBytes != 4 {
+		t.Fatalf("diff: %+v, %v", d, err)
+	}
+	unchanged(t, before)
+
+	// One byte of a manifest changed on the host: refused, never reported
+	// as the snapshot.
+	manifest := filepath.Join(agent.StoreDir(h), checkpoint.SnapshotsDir, checkpoint.ManifestFile("snap-1"))
+	data, err := os.ReadFile(manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := bytes.Index(data, []byte(`"size":4`)) // app/state.txt, "one\n"
+	if i < 0 {
+		t.Fatalf("no entry of size 4 in %s", data)
+	}
+	data[i+len(`"size":`)] = '5'
+	if err := os.WriteFile(manifest, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	before = treeOf(t, h.RootDir)
+	for op, read := range map[string]func() error{
+		"get":  func() error { _, err := reg.GetSnapshot(ctx, h, "snap-1"); return err },
+		"list": func() error { _, err := reg.ListSnapshots(ctx, h); return err },
+		"diff": func() error { _, err := reg.DiffSnapshots(ctx, h, "snap-1", "snap-2"); return err },
+	} {
+		if err := read(); err == nil || !strings.Contains(err.Error(), "snapshot snap-1: manifest is corrupt") {
+			t.Fatalf("%s of a tampered manifest: want it refused as corrupt, got %v", op, err)
+		}
+	}
+	unchanged(t, before)
 }

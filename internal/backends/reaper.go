@@ -15,6 +15,20 @@ import (
 //go:embed reaper.sh
 var reaperScript string
 
+// ReaperSetting is a host block's `reaper` argument.
+type ReaperSetting int
+
+const (
+	ReaperUnset ReaperSetting = iota // not set: an installed reaper is left alone
+	ReaperOn                         // install (or update) it
+	ReaperOff                        // remove it if installed
+)
+
+// SetReaper records what a host block says of its reaper; the first create
+// on that host in this provider process installs or removes it accordingly.
+// Called while the provider is configured, before any sandbox operation.
+func (r *Registry) SetReaper(host string, s ReaperSetting) { r.reaperSettings[host] = s }
+
 // ReaperPath is where a host's reaper is installed.
 func ReaperPath(h *hosts.Host) string { return h.Path(".sandboxer", "bin", "reaper.sh") }
 

@@ -25,9 +25,9 @@ func TestReaperRemovesOnlyExpiredSandboxes(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	h := testharness.SSHHost(t)
-	h.Reaper = hosts.ReaperOn
 	t.Cleanup(func() { backends.UninstallReaper(context.Background(), h) }) // its crontab line
 	reg := backends.NewRegistry(composessh.New(os.Getenv("SANDBOXER_COMPOSE_CMD")))
+	reg.SetReaper(h.Host(), backends.ReaperOn)
 	repo := testharness.ComposeRepo(t, testharness.Image(t), "app")
 	foreign := filepath.Join(h.RootDir, "someone-elses")
 	os.MkdirAll(foreign, 0o755)
@@ -125,10 +125,10 @@ func TestReaperOnAndOffInCrontab(t *testing.T) {
 		}
 		return f
 	}
-	create := func(setting hosts.ReaperSetting) {
+	create := func(setting backends.ReaperSetting) {
 		t.Helper()
-		h.Reaper = setting
 		reg := backends.NewRegistry(composessh.New(os.Getenv("SANDBOXER_COMPOSE_CMD")), vmattach.New())
+		reg.SetReaper(h.Host(), setting)
 		sb, err := reg.Create(ctx, backends.Request{ID: backends.NewID(), Profile: profile(t, "profile.workspace"), Host: h})
 		if err != nil {
 			t.Fatal(err)
@@ -139,8 +139,8 @@ func TestReaperOnAndOffInCrontab(t *testing.T) {
 	}
 	lineOf := func(r string) string { return "# sandboxer-reaper " + r }
 
-	create(hosts.ReaperOn)
-	create(hosts.ReaperOn) // idempotent: still one line
+	create(backends.ReaperOn)
+	create(backends.ReaperOn) // idempotent: still one line
 	tab := run("crontab -l")
 	if strings.Count(tab, lineOf(root)+"\n") != 1 || !strings.Contains(tab, lineOf(root+"-sibling")) || !strings.Contains(tab, "echo unrelated") {
 		t.Fatalf("after reaper = true, crontab:\n%s", tab)
@@ -149,12 +149,12 @@ func TestReaperOnAndOffInCrontab(t *testing.T) {
 		t.Fatalf("after reaper = true, the host's facts say installed %v, scheduled %v", f.ReaperInstalled, f.ReaperScheduled)
 	}
 
-	create(hosts.ReaperUnset) // unset leaves it alone
+	create(backends.ReaperUnset) // unset leaves it alone
 	if f := facts(h); !f.ReaperInstalled || !f.ReaperScheduled {
 		t.Fatal("an unset reaper argument removed the reaper")
 	}
 
-	create(hosts.ReaperOff)
+	create(backends.ReaperOff)
 	tab = run("crontab -l")
 	if strings.Contains(tab, lineOf(root)+"\n") || !strings.Contains(tab, lineOf(root+"-sibling")+"\n") || !strings.Contains(tab, "echo unrelated") {
 		t.Fatalf("after reaper = false, want only this root's line gone; crontab:\n%s", tab)
@@ -205,9 +205,9 @@ func TestHostileRootDirectory(t *testing.T) {
 	marker := filepath.Join(os.TempDir(), "sandboxer-injected-"+backends.NewID())
 	t.Cleanup(func() { os.Remove(marker) })
 	h.RootDir = filepath.Join(h.RootDir, "r$(touch "+marker+")}x'y`touch "+marker+"`")
-	h.Reaper = hosts.ReaperOn
 	t.Cleanup(func() { backends.UninstallReaper(context.Background(), h) })
 	reg := backends.NewRegistry(vmattach.New())
+	reg.SetReaper(h.Host(), backends.ReaperOn)
 
 	expiring, err := reg.Create(ctx, backends.Request{ID: backends.NewID(), Profile: profile(t, "profile.workspace"), Host: h, TTL: time.Second})
 	if err != nil {

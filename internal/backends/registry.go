@@ -16,19 +16,19 @@ import (
 
 // Registry holds the extensions by name and runs the sandbox lifecycle.
 type Registry struct {
-	exts map[string]Extension
-	now  func() time.Time
-	// Agent runs checkpoint operations on hosts.
-	Agent *agent.Client
-	// Ledger charges metered sandboxes; nil when no credits_file is set.
-	Ledger *metering.Ledger
+	exts  map[string]Extension
+	now   func() time.Time
+	agent *agent.Client // runs checkpoint operations on hosts
+	// ledger charges metered sandboxes; nil when no credits_file is set.
+	ledger *metering.Ledger
 
-	reapers sync.Map // host name -> struct{}: reaper installed or removed by this process
+	reaperSettings map[string]ReaperSetting // host name -> its `reaper` argument, set at configure
+	reapers        sync.Map                 // host name -> struct{}: reaper installed or removed by this process
 }
 
 // NewRegistry returns a registry of the given extensions.
 func NewRegistry(exts ...Extension) *Registry {
-	r := &Registry{exts: map[string]Extension{}, now: time.Now, Agent: agent.NewClient()}
+	r := &Registry{exts: map[string]Extension{}, now: time.Now, agent: agent.NewClient(), reaperSettings: map[string]ReaperSetting{}}
 	for _, e := range exts {
 		r.exts[e.Name()] = e
 	}
@@ -76,17 +76,17 @@ func (r *Registry) Create(ctx context.Context, req Request) (*Sandbox, error) {
 		return nil, err
 	}
 	if req.Metered != nil {
-		if r.Ledger == nil {
+		if r.ledger == nil {
 			return nil, fmt.Errorf("profile %s is metered: set credits_file in the provider block", req.Profile.Name)
 		}
 		// The hold, not the plan-time check, is what stops parallel applies
 		// from spending the same credits twice.
-		if err := r.Ledger.Hold(req.ID, req.Profile.Name, req.Metered.QuoteUSD); err != nil {
+		if err := r.ledger.Hold(req.ID, req.Profile.Name, req.Metered.QuoteUSD); err != nil {
 			return nil, fmt.Errorf("the metered backend refused sandbox %s: %w", req.ID, err)
 		}
 		sb, err := r.create(ctx, ext, req)
 		if err != nil {
-			_ = r.Ledger.Release(req.ID)
+			_ = r.ledger.Release(req.ID)
 		}
 		return sb, err
 	}
@@ -96,14 +96,15 @@ func (r *Registry) Create(ctx context.Context, req Request) (*Sandbox, error) {
 // settleReaper installs or removes the host's reaper as its configuration
 // says, once per host and provider process.
 func (r *Registry) settleReaper(ctx context.Context, h *hosts.Host) error {
-	if h.Reaper == hosts.ReaperUnset {
+	setting := r.reaperSettings[h.Host()]
+	if setting == ReaperUnset {
 		return nil
 	}
 	if _, done := r.reapers.Load(h.Host()); done {
 		return nil
 	}
 	var err error
-	if h.Reaper == hosts.ReaperOn {
+	if setting == ReaperOn {
 		err = InstallReaper(ctx, h)
 	} else {
 		err = UninstallReaper(ctx, h)
@@ -208,18 +209,18 @@ func (r *Registry) teardown(ctx context.Context, ext Extension, h *hosts.Host, s
 	if err := ext.Teardown(ctx, h, sb); err != nil {
 		return err
 	}
-	if sb.HourlyPriceUSD > 0 && r.Ledger != nil {
+	if sb.HourlyPriceUSD > 0 && r.ledger != nil {
 		lifetime := r.now().Sub(sb.CreatedAt)
-		if err := r.Ledger.Debit(sb.ID, sb.Profile, metering.Quote(sb.HourlyPriceUSD, lifetime), lifetime); err != nil {
+		if err := r.ledger.Debit(sb.ID, sb.Profile, metering.Quote(sb.HourlyPriceUSD, lifetime), lifetime); err != nil {
 			return fmt.Errorf("sandbox %s is gone, but debiting its cost failed (the record is kept so a retry can charge it): %w", sb.ID, err)
 		}
 	}
 	return removeRecord(ctx, h, sb.ID)
 }
 
-// Modify changes a sandbox's record on the host (an in-place update:
+// modify changes a sandbox's record on the host (an in-place update:
 // labels, expiry, quote) and returns the new record.
-func (r *Registry) Modify(ctx context.Context, h *hosts.Host, id string, change func(*Sandbox)) (*Sandbox, error) {
+func (r *Registry) modify(ctx context.Context, h *hosts.Host, id string, change func(*Sandbox)) (*Sandbox, error) {
 	sb, err := readRecord(ctx, h, id)
 	if err != nil {
 		return nil, err

@@ -56,8 +56,10 @@ func (s *Store) objectPath(digest string) string {
 	return filepath.Join(s.Dir, "objects", digest[:2], digest[2:])
 }
 
-func (s *Store) manifestPath(id string) string { return filepath.Join(s.Dir, "snapshots", id+".json") }
-func (s *Store) envPath(id string) string      { return filepath.Join(s.Dir, "snapshots", id+".env") }
+func (s *Store) manifestPath(id string) string {
+	return filepath.Join(s.Dir, SnapshotsDir, ManifestFile(id))
+}
+func (s *Store) envPath(id string) string { return filepath.Join(s.Dir, SnapshotsDir, EnvFile(id)) }
 func (s *Store) latestPath(sandboxID string) string {
 	return filepath.Join(s.Dir, "latest", sandboxID)
 }
@@ -83,7 +85,7 @@ func commit(tmp, final string) error {
 	return os.Rename(tmp, final)
 }
 
-// Load reads and checks a manifest.
+// Load reads and checks a manifest (ParseManifest).
 func (s *Store) Load(id string) (*Manifest, error) {
 	if err := CheckID(id); err != nil {
 		return nil, err
@@ -95,33 +97,22 @@ func (s *Store) Load(id string) (*Manifest, error) {
 	if err != nil {
 		return nil, err
 	}
-	var m Manifest
-	if err := json.Unmarshal(data, &m); err != nil {
-		return nil, fmt.Errorf("snapshot %s: manifest is corrupt: %w", id, err)
-	}
-	if err := m.Check(); err != nil {
-		return nil, err
-	}
-	return &m, nil
+	return ParseManifest(id, data)
 }
 
-// LoadEnv reads a snapshot's captured env, verified against the manifest.
+// LoadEnv reads a snapshot's captured env, verified against the manifest
+// (ParseEnv).
 func (s *Store) LoadEnv(m *Manifest) (map[string]string, error) {
 	if m.EnvDigest == "" {
 		return map[string]string{}, nil
 	}
 	data, err := os.ReadFile(s.envPath(m.ID))
-	if err != nil {
-		return nil, fmt.Errorf("snapshot %s: captured env is missing: %w", m.ID, err)
+	if errors.Is(err, fs.ErrNotExist) {
+		data = nil // ParseEnv reports it missing
+	} else if err != nil {
+		return nil, fmt.Errorf("snapshot %s: captured env is unreadable: %w", m.ID, err)
 	}
-	if digestOf(data) != m.EnvDigest {
-		return nil, fmt.Errorf("snapshot %s: captured env is corrupt (digest mismatch)", m.ID)
-	}
-	env := map[string]string{}
-	if err := json.Unmarshal(data, &env); err != nil {
-		return nil, fmt.Errorf("snapshot %s: captured env is corrupt: %w", m.ID, err)
-	}
-	return env, nil
+	return ParseEnv(m, data)
 }
 
 func digestOf(data []byte) string {
@@ -208,13 +199,13 @@ func (s *Store) writeTemp(data []byte, sync bool) (string, error) {
 
 // List returns every snapshot's summary, oldest first.
 func (s *Store) List() ([]Summary, error) {
-	names, err := filepath.Glob(filepath.Join(s.Dir, "snapshots", "*.json"))
+	names, err := filepath.Glob(filepath.Join(s.Dir, SnapshotsDir, "*"+manifestExt))
 	if err != nil {
 		return nil, err
 	}
 	var out []Summary
 	for _, n := range names {
-		m, err := s.Load(strings.TrimSuffix(filepath.Base(n), ".json"))
+		m, err := s.Load(strings.TrimSuffix(filepath.Base(n), manifestExt))
 		if errors.Is(err, ErrNotFound) {
 			continue // deleted meanwhile
 		}
@@ -223,7 +214,7 @@ func (s *Store) List() ([]Summary, error) {
 		}
 		out = append(out, m.Summary())
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].CreatedAt.Before(out[j].CreatedAt) })
+	sortSummaries(out)
 	return out, nil
 }
 

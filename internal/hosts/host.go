@@ -20,19 +20,7 @@ type Host struct {
 	// RootDir is absolute, or relative to the SSH user's home directory.
 	RootDir string
 	Local   bool
-	// Reaper is what the configuration says of the host-side TTL reaper,
-	// acted on when a sandbox is first created there.
-	Reaper ReaperSetting
 }
-
-// ReaperSetting is a host's `reaper` argument.
-type ReaperSetting int
-
-const (
-	ReaperUnset ReaperSetting = iota // not set: an installed reaper is left alone
-	ReaperOn                         // install (or update) it
-	ReaperOff                        // remove it if installed
-)
 
 // DefaultLocalRootDir is where sandboxes live on the built-in host "local".
 func DefaultLocalRootDir() string {

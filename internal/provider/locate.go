@@ -85,8 +85,8 @@ func (d *providerData) locateSnapshot(ctx context.Context, id, hint string) (*ho
 	var s checkpoint.Summary
 	h, err := d.locate(ctx, fmt.Sprintf("snapshot %s", id), hint, func(h *hosts.Host) error {
 		var err error
-		s, err = d.registry.Agent.Get(ctx, h, id)
+		s, err = d.registry.GetSnapshot(ctx, h, id)
 		return err
-	}, checkpoint.ErrNotFound)
+	}, backends.ErrSnapshotNotFound)
 	return h, s, err
 }

@@ -254,7 +254,7 @@ resource "sandboxer_sandbox" "saas" {
 				// fails, and the host record is put back as it was: the
 				// hold never leads the record, nor the record the hold.
 				Config:      config("30h"),
-				ExpectError: wrapped(`Unable to Update Sandbox[\s\S]*the new ttl's quote`),
+				ExpectError: wrapped(`Unable to Update Sandbox[\s\S]*the new quote of 15.00 USD[\s\S]*insufficient credits`),
 				Check:       func(*terraform.State) error { return nil },
 			},
 			{

@@ -28,7 +28,6 @@ import (
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/catalog"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/events"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/hosts"
-	"github.com/sand-boxer/terraform-provider-sandboxer/internal/metering"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/safepath"
 )
 
@@ -88,8 +87,7 @@ type providerData struct {
 	defaultHost string
 	catalog     *catalog.Catalog
 	registry    *backends.Registry
-	ledger      *metering.Ledger // nil without credits_file
-	events      *events.Sender   // nil without events_url
+	events      *events.Sender // nil without events_url
 }
 
 // emit sends a lifecycle event; an event that cannot be delivered is a
@@ -249,11 +247,10 @@ func (p *SandboxerProvider) Configure(ctx context.Context, req provider.Configur
 	}
 	data.events = events.New(cfg.EventsURL.ValueString(), cfg.EventsSecret.ValueString(), cfg.Actor.ValueString())
 	if f := cfg.CreditsFile.ValueString(); f != "" {
-		if data.ledger, err = metering.Open(f); err != nil {
+		if err := data.registry.UseLedger(f); err != nil {
 			resp.Diagnostics.AddAttributeError(path.Root("credits_file"), "Unable to Open Credits Ledger", err.Error())
 			return
 		}
-		data.registry.Ledger = data.ledger
 	}
 	seen := map[string]bool{}
 	for i, hm := range cfg.Hosts {
@@ -264,12 +261,13 @@ func (p *SandboxerProvider) Configure(ctx context.Context, req provider.Configur
 			continue
 		}
 		seen[name] = true
-		h, err := buildHost(hm)
+		h, err := buildTransport(hm)
 		if err != nil {
 			resp.Diagnostics.AddAttributeError(at, "Unable to Configure Host", err.Error())
 			continue
 		}
 		data.hosts[name] = h
+		data.registry.SetReaper(name, reaperSetting(hm.Reaper))
 		if pool := hm.NetworkPool.ValueString(); pool != "" {
 			prefix, err := netip.ParsePrefix(pool)
 			if err != nil || !prefix.Addr().Is4() || prefix.Bits() > 27 {
@@ -296,19 +294,16 @@ func localHost(name, rootDir string) *hosts.Host {
 	return &hosts.Host{Transport: &hosts.Local{Name: name}, RootDir: rootDir, Local: true}
 }
 
-func buildHost(hm hostModel) (*hosts.Host, error) {
-	h, err := buildTransport(hm)
-	if err != nil {
-		return nil, err
-	}
+// reaperSetting reads a host block's `reaper`: unset leaves the host alone.
+func reaperSetting(v types.Bool) backends.ReaperSetting {
 	switch {
-	case hm.Reaper.IsNull() || hm.Reaper.IsUnknown():
-	case hm.Reaper.ValueBool():
-		h.Reaper = hosts.ReaperOn
+	case v.IsNull() || v.IsUnknown():
+		return backends.ReaperUnset
+	case v.ValueBool():
+		return backends.ReaperOn
 	default:
-		h.Reaper = hosts.ReaperOff
+		return backends.ReaperOff
 	}
-	return h, nil
 }
 
 func buildTransport(hm hostModel) (*hosts.Host, error) {

@@ -27,7 +27,6 @@ import (
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/events"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/hosts"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/localdir"
-	"github.com/sand-boxer/terraform-provider-sandboxer/internal/metering"
 )
 
 var (
@@ -179,12 +178,12 @@ func (r *SandboxResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 	// sandbox keeps what it was created with (a credits change never moves it).
 	if state == nil {
 		var credits *float64
-		if r.data.ledger != nil {
-			avail, err := r.data.ledger.Available()
-			if err != nil {
-				resp.Diagnostics.AddAttributeError(path.Root("profile"), "Unable to Read Credits Ledger", err.Error())
-				return
-			}
+		avail, ok, err := r.data.registry.Credits()
+		if err != nil {
+			resp.Diagnostics.AddAttributeError(path.Root("profile"), "Unable to Read Credits Ledger", err.Error())
+			return
+		}
+		if ok {
 			credits = &avail
 		}
 		route, err := r.data.catalog.Route(profile, catalog.RouteRequest{
@@ -211,7 +210,7 @@ func (r *SandboxResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 	} else {
 		plan.Extension, plan.EstimatedCostUSD = state.Extension, state.EstimatedCostUSD
 		if !state.EstimatedCostUSD.IsNull() && ttl > 0 { // metered: the quote follows the ttl
-			plan.EstimatedCostUSD = types.Float64Value(metering.Quote(profile.HourlyPriceUSD, ttl))
+			plan.EstimatedCostUSD = types.Float64Value(backends.Quote(profile.HourlyPriceUSD, ttl))
 		}
 		if configHost.IsNull() {
 			plan.Host = state.Host
@@ -431,13 +430,17 @@ func (r *SandboxResource) Read(ctx context.Context, req resource.ReadRequest, re
 // debit of the quote, the cost of the lifetime it was created for. The
 // ledger charges a sandbox once, however often this runs.
 func (r *SandboxResource) settleVanished(ctx context.Context, state *sandboxModel, diags *diag.Diagnostics) {
-	if state.EstimatedCostUSD.IsNull() || r.data.ledger == nil {
+	if state.EstimatedCostUSD.IsNull() {
 		return
 	}
 	ttl, _ := time.ParseDuration(state.TTL.ValueString())
 	quote := state.EstimatedCostUSD.ValueFloat64()
-	if err := r.data.ledger.Debit(state.ID.ValueString(), state.Profile.ValueString(), quote, ttl); err != nil {
-		diags.AddWarning("Unable to Settle Metered Sandbox", fmt.Sprintf("Sandbox %s: %v", state.ID.ValueString(), err))
+	charged, err := r.data.registry.SettleVanished(state.ID.ValueString(), state.Profile.ValueString(), quote, ttl)
+	if err != nil {
+		diags.AddWarning("Unable to Settle Metered Sandbox", err.Error())
+		return
+	}
+	if !charged {
 		return
 	}
 	diags.AddWarning("Metered Sandbox Gone",
@@ -465,10 +468,7 @@ func (r *SandboxResource) Update(ctx context.Context, req resource.UpdateRequest
 	if t, err := time.Parse(time.RFC3339, plan.ExpiresAt.ValueString()); err == nil {
 		expires = &t
 	}
-	var prior *backends.Sandbox
-	_, err = r.data.registry.Modify(ctx, h, plan.ID.ValueString(), func(sb *backends.Sandbox) {
-		before := *sb
-		prior = &before
+	_, err = r.data.registry.Update(ctx, h, plan.ID.ValueString(), func(sb *backends.Sandbox) {
 		sb.Labels, sb.ExpiresAt, sb.TTL = labels, expires, plan.TTL.ValueString()
 		if !plan.EstimatedCostUSD.IsNull() {
 			sb.QuoteUSD = plan.EstimatedCostUSD.ValueFloat64()
@@ -477,19 +477,6 @@ func (r *SandboxResource) Update(ctx context.Context, req resource.UpdateRequest
 	if err != nil {
 		resp.Diagnostics.AddError("Unable to Update Sandbox", fmt.Sprintf("Sandbox %s on host %q: %v", plan.ID.ValueString(), h.Host(), err))
 		return
-	}
-	// The hold follows the record, never leads it: a record that could not
-	// be written leaves the ledger as it was, and a hold the credits no
-	// longer cover puts the record back.
-	if !plan.EstimatedCostUSD.IsNull() && !plan.EstimatedCostUSD.Equal(state.EstimatedCostUSD) && r.data.ledger != nil {
-		if err := r.data.ledger.Hold(plan.ID.ValueString(), plan.Profile.ValueString(), plan.EstimatedCostUSD.ValueFloat64()); err != nil {
-			detail := fmt.Sprintf("Sandbox %s: the new ttl's quote: %v", plan.ID.ValueString(), err)
-			if _, rerr := r.data.registry.Modify(ctx, h, plan.ID.ValueString(), func(sb *backends.Sandbox) { *sb = *prior }); rerr != nil {
-				detail += fmt.Sprintf("\n\nPutting the host record back failed too: %v", rerr)
-			}
-			resp.Diagnostics.AddError("Unable to Update Sandbox", detail)
-			return
-		}
 	}
 	status, services := plan.Status, plan.Services
 	r.readBack(ctx, h, plan.ID.ValueString(), &plan, &resp.Diagnostics)

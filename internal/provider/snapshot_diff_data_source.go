@@ -78,7 +78,7 @@ func (d *SnapshotDiffDataSource) Read(ctx context.Context, req datasource.ReadRe
 		resp.Diagnostics.AddAttributeError(path.Root("from"), "Unable to Compare Snapshots", err.Error())
 		return
 	}
-	diff, err := d.data.registry.Agent.Diff(ctx, h, m.From.ValueString(), m.To.ValueString())
+	diff, err := d.data.registry.DiffSnapshots(ctx, h, m.From.ValueString(), m.To.ValueString())
 	if err != nil {
 		resp.Diagnostics.AddError("Unable to Compare Snapshots",
 			fmt.Sprintf("Snapshots %s and %s on host %q (both must be on the same host; copy one with source_snapshot_id): %v",

@@ -25,6 +25,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/backends"
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/catalog"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/checkpoint"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/events"
 )
@@ -203,17 +204,20 @@ func (r *SnapshotResource) ModifyPlan(ctx context.Context, req resource.ModifyPl
 		return
 	}
 	if plan.Quiesce.IsUnknown() {
-		plan.Quiesce = types.StringValue(r.defaultQuiesce(sb.Profile))
+		plan.Quiesce = types.StringValue(backends.DefaultQuiesce(r.profileOf(sb)))
 		resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
 	}
 }
 
-// defaultQuiesce is the profile's snapshots.quiesce, else none.
-func (r *SnapshotResource) defaultQuiesce(profile string) string {
-	if p, err := r.data.catalog.Get(profile); err == nil && p.Snapshots.Quiesce != "" {
-		return p.Snapshots.Quiesce
+// profileOf is the catalog's profile of an existing sandbox; nil when the
+// profile is no longer in the catalog (its snapshots then use no profile
+// limits and quiesce none).
+func (r *SnapshotResource) profileOf(sb *backends.Sandbox) *catalog.Profile {
+	p, err := r.data.catalog.Get(sb.Profile)
+	if err != nil {
+		return nil
 	}
-	return backends.QuiesceNone
+	return p
 }
 
 func (r *SnapshotResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
@@ -257,12 +261,9 @@ func (r *SnapshotResource) capture(ctx context.Context, plan *snapshotModel, id 
 	if err != nil {
 		return checkpoint.Summary{}, "", err
 	}
-	limits := checkpoint.Limits{}
-	if p, err := r.data.catalog.Get(sb.Profile); err == nil {
-		limits = checkpoint.Limits{MaxBytes: p.Snapshots.MaxBytes, MaxFiles: p.Snapshots.MaxFiles}
-	}
+	profile := r.profileOf(sb)
 	if plan.Quiesce.IsUnknown() || plan.Quiesce.IsNull() {
-		plan.Quiesce = types.StringValue(r.defaultQuiesce(sb.Profile))
+		plan.Quiesce = types.StringValue(backends.DefaultQuiesce(profile))
 	}
 	var diags diag.Diagnostics
 	s, err := r.data.registry.Snapshot(ctx, h, backends.SnapshotRequest{
@@ -277,7 +278,7 @@ func (r *SnapshotResource) capture(ctx context.Context, plan *snapshotModel, id 
 		},
 		IncludeEnv: plan.IncludeEnv.ValueBool(),
 		Quiesce:    plan.Quiesce.ValueString(),
-		Limits:     limits,
+		Profile:    profile,
 	})
 	if diags.HasError() {
 		return s, h.Host(), fmt.Errorf("invalid snapshot arguments: %v", diags)
@@ -299,7 +300,7 @@ func (r *SnapshotResource) copy(ctx context.Context, src, dstName, id, name stri
 			return checkpoint.Summary{}, "", err
 		}
 	}
-	s, err := r.data.registry.Agent.Copy(ctx, srcHost, src, dst, id, name, time.Now())
+	s, err := r.data.registry.CopySnapshot(ctx, srcHost, src, dst, id, name)
 	if err != nil {
 		return s, dst.Host(), fmt.Errorf("copy of snapshot %s from host %q to host %q: %w", src, srcHost.Host(), dst.Host(), err)
 	}
@@ -317,8 +318,8 @@ func (r *SnapshotResource) Read(ctx context.Context, req resource.ReadRequest, r
 		resp.Diagnostics.AddError("Unable to Read Snapshot", err.Error())
 		return
 	}
-	s, err := r.data.registry.Agent.Get(ctx, h, state.ID.ValueString())
-	if errors.Is(err, checkpoint.ErrNotFound) {
+	s, err := r.data.registry.GetSnapshot(ctx, h, state.ID.ValueString())
+	if errors.Is(err, backends.ErrSnapshotNotFound) {
 		tflog.Warn(ctx, "snapshot is gone from its host; removing it from state", map[string]any{"host": h.Host(), "snapshot_id": state.ID.ValueString()})
 		resp.State.RemoveResource(ctx)
 		return
@@ -357,7 +358,7 @@ func (r *SnapshotResource) Delete(ctx context.Context, req resource.DeleteReques
 		resp.Diagnostics.AddError("Unable to Delete Snapshot", err.Error())
 		return
 	}
-	if err := r.data.registry.Agent.Delete(ctx, h, state.ID.ValueString()); err != nil {
+	if err := r.data.registry.DeleteSnapshot(ctx, h, state.ID.ValueString()); err != nil {
 		resp.Diagnostics.AddError("Unable to Delete Snapshot", fmt.Sprintf("Snapshot %s on host %q: %v", state.ID.ValueString(), h.Host(), err))
 		return
 	}

@@ -88,7 +88,7 @@ func (d *SnapshotsDataSource) Read(ctx context.Context, req datasource.ReadReque
 	}
 	items := []attr.Value{}
 	for _, h := range targets {
-		list, err := d.data.registry.Agent.List(ctx, h)
+		list, err := d.data.registry.ListSnapshots(ctx, h)
 		if err != nil {
 			resp.Diagnostics.AddError("Unable to List Snapshots", fmt.Sprintf("Host %q: %v", h.Host(), err))
 			return

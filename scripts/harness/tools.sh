@@ -3,15 +3,16 @@
 # through the Go module proxy into a cache dir (~/.cache/sandboxer-tools):
 #
 #   tools.sh terraform   a Terraform CLI only (what `make demo` needs)
-#   tools.sh [all]       Terraform, OpenTofu, and docker compose v2 installed as
-#                        the CLI plugin /usr/local/lib/docker/cli-plugins/docker-compose
+#   tools.sh [all]       Terraform, OpenTofu, docker compose v2 installed as
+#                        the CLI plugin /usr/local/lib/docker/cli-plugins/docker-compose,
+#                        and golangci-lint v2 (the linter `make test-all` runs)
 #
 # Terraform: $TERRAFORM when set, else the one on PATH when >= 1.11, else built.
 # OpenTofu: the newest release the proxy serves (probed, not only listed), or
 # $SANDBOXER_TOFU_VERSION. Compose: v$SANDBOXER_COMPOSE_VERSION (2.40.3).
 #
 # stdout: one NAME=<abs path> line per tool (TF_ACC_TERRAFORM_PATH,
-# SANDBOXER_TOFU_PATH, SANDBOXER_COMPOSE_V2); progress and errors go to stderr.
+# SANDBOXER_TOFU_PATH, SANDBOXER_COMPOSE_V2, SANDBOXER_GOLANGCI_LINT); progress and errors go to stderr.
 # The whole run holds a lock on the cache, so concurrent runs (two `make
 # test-all`, or `make demo` beside one) wait for each other's builds instead of
 # racing; a failed build exits non-zero with the tail of its log.
@@ -175,6 +176,19 @@ build_compose() { # $1 = cache dir
 	rm -rf "$dir/src"
 }
 
+# ---------------------------------------------------------------- golangci-lint
+LINT_VERSION="${SANDBOXER_GOLANGCI_LINT_VERSION:-2.15.0}"
+LINT_DIR="$TOOLS_DIR/golangci-lint-$LINT_VERSION"
+LINT_BIN="$LINT_DIR/golangci-lint"
+LINT_BUILD=0
+lint_ok() { [ -x "$1" ] && "$1" version 2>/dev/null | grep "version $LINT_VERSION" >/dev/null; }
+if [ "$MODE" = all ] && ! lint_ok "$LINT_BIN"; then LINT_BUILD=1; fi
+
+build_lint() { # $1 = cache dir; its go.mod has no replace or exclude: go install takes it
+	(cd / && GOBIN="$1" GOFLAGS= go install -ldflags "-s -w -X main.version=$LINT_VERSION" \
+		"github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v$LINT_VERSION")
+}
+
 # ---------------------------------------------------------------- builds
 pids=() names=() logs=()
 start() { # NAME DIR FUNC ARGS...: runs a build in the background, logging into DIR/build.log
@@ -188,6 +202,7 @@ start() { # NAME DIR FUNC ARGS...: runs a build in the background, logging into 
 [ -z "$TF_BUILD_DIR" ] || start "Terraform v$TF_BUILD_VERSION" "$TF_BUILD_DIR" build_terraform "$TF_BUILD_DIR"
 [ "$TOFU_BUILD" = 0 ] || start "OpenTofu v$TOFU_VERSION" "$TOFU_DIR" build_tofu "$TOFU_DIR" "$TOFU_VERSION"
 [ "$COMPOSE_BUILD" = 0 ] || start "docker compose v$COMPOSE_VERSION" "$COMPOSE_DIR" build_compose "$COMPOSE_DIR"
+[ "$LINT_BUILD" = 0 ] || start "golangci-lint v$LINT_VERSION" "$LINT_DIR" build_lint "$LINT_DIR"
 failed=0
 for i in "${!pids[@]}"; do
 	if wait "${pids[$i]}"; then
@@ -220,3 +235,6 @@ fi
 docker compose version 2>/dev/null | grep "v$COMPOSE_VERSION" >/dev/null ||
 	die "'docker compose version' does not report v$COMPOSE_VERSION after installing $PLUGIN_DIR/docker-compose"
 echo "SANDBOXER_COMPOSE_V2=$PLUGIN_DIR/docker-compose"
+
+lint_ok "$LINT_BIN" || die "golangci-lint at $LINT_BIN does not report version $LINT_VERSION"
+echo "SANDBOXER_GOLANGCI_LINT=$LINT_BIN"

@@ -10,7 +10,6 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -236,12 +235,13 @@ func (e *Extension) Provision(ctx context.Context, req backends.Request) (*backe
 	}
 	if fromSnapshot {
 		// The compose file came from the snapshot: only the host has it.
-		out, err := hosts.Output(ctx, req.Host, inWorkspace(sb, compose, "config", "--services"))
+		out, err := hosts.Output(ctx, req.Host, inWorkspace(sb, compose, "config"))
 		if err != nil {
 			return fail(fmt.Errorf("compose file %s is not valid: %w", sb.ComposeFile, err))
 		}
-		sb.Services = strings.Fields(string(out))
-		sort.Strings(sb.Services)
+		if sb.Services, networks, err = projectFromHost(out); err != nil {
+			return fail(fmt.Errorf("compose file %s: reading the resolved project: %w", sb.ComposeFile, err))
+		}
 	} else {
 		sb.Services = plan.Services
 	}

@@ -265,3 +265,26 @@ func (l lineIndex) at(keys ...string) int {
 	}
 	return line
 }
+
+// projectFromHost reads the services and managed networks of a project
+// from `compose config` as run on the host: a restore without a repo has
+// its compose file only in the restored workspace there. Both compose v1
+// and v2 print the resolved project as YAML, which compose-go reads like
+// any compose file, so a restored stack's networks get subnets from the
+// pool exactly as a new one's do.
+func projectFromHost(raw []byte) (services, networks []string, err error) {
+	quietLogrus.Do(func() { logrus.SetOutput(io.Discard) })
+	project, err := loader.LoadWithContext(context.Background(), types.ConfigDetails{
+		WorkingDir:  "/",
+		ConfigFiles: []types.ConfigFile{{Filename: "compose config", Content: raw}},
+		Environment: types.Mapping{},
+	}, func(o *loader.Options) {
+		// Already interpolated and resolved on the host.
+		o.SkipInterpolation, o.SkipResolveEnvironment, o.ResolvePaths = true, true, false
+		o.SetProjectName("sbx-restore", true)
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return sortedServiceNames(project), managedNetworks(project), nil
+}

@@ -7,52 +7,30 @@ package saasstub
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/backends"
-	"github.com/sand-boxer/terraform-provider-sandboxer/internal/backends/vmattach"
-	"github.com/sand-boxer/terraform-provider-sandboxer/internal/catalog"
-	"github.com/sand-boxer/terraform-provider-sandboxer/internal/hosts"
 )
 
 // Name is the extension's catalog name.
 const Name = "ext.saas-stub"
 
 // Extension implements backends.Extension (and, like the service it stands
-// in for, not backends.Snapshotter).
+// in for, not backends.Snapshotter) with the directory-workspace mechanics.
 type Extension struct {
-	ws *vmattach.Extension // the workspace mechanics
+	backends.DirWorkspace
 }
 
 var _ backends.Extension = (*Extension)(nil)
 
 // New returns the extension.
-func New() *Extension { return &Extension{ws: vmattach.New()} }
+func New() *Extension { return &Extension{backends.DirWorkspace{Ext: Name, Now: time.Now}} }
 
-func (e *Extension) Name() string { return Name }
-
-func (e *Extension) Validate(p *catalog.Profile, inputs map[string]string) error {
-	return e.ws.Validate(p, inputs)
-}
-
+// Provision makes the sandbox's workspace on the machine running Terraform,
+// the only place a stand-in for a SaaS service can put it.
 func (e *Extension) Provision(ctx context.Context, req backends.Request) (*backends.Sandbox, error) {
 	if !req.Host.Local {
 		return nil, fmt.Errorf("%s sandboxes live on the local host, not on %q", Name, req.Host.Host())
 	}
-	sb, err := e.ws.Provision(ctx, req)
-	if sb != nil {
-		sb.Extension = Name
-	}
-	return sb, err
-}
-
-func (e *Extension) WaitReady(ctx context.Context, h *hosts.Host, sb *backends.Sandbox) error {
-	return e.ws.WaitReady(ctx, h, sb)
-}
-
-func (e *Extension) Inspect(ctx context.Context, h *hosts.Host, sb *backends.Sandbox) (backends.Status, error) {
-	return e.ws.Inspect(ctx, h, sb)
-}
-
-func (e *Extension) Teardown(ctx context.Context, h *hosts.Host, sb *backends.Sandbox) error {
-	return e.ws.Teardown(ctx, h, sb)
+	return e.DirWorkspace.Provision(ctx, req)
 }
