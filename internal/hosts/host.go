@@ -9,7 +9,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
+	"github.com/hashicorp/terraform-plugin-log/tflog"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/localdir"
 )
 
@@ -38,6 +40,33 @@ func DefaultLocalRootDir() string {
 // sets no root_dir: relative, so it lands in the SSH user's home directory.
 const DefaultRemoteRootDir = "sandboxer"
 
+// Run runs script on the host's transport and logs, at DEBUG, the host,
+// the command (its first commandLogBytes bytes), how long it took and how
+// it ended: where an apply's time goes, for users too (TF_LOG_PROVIDER=DEBUG).
+// Scripts never carry secrets (those go through stdin), so they may be logged.
+func (h *Host) Run(ctx context.Context, script string, stdin io.Reader, stdout io.Writer) error {
+	start := time.Now()
+	err := h.Transport.Run(ctx, script, stdin, stdout)
+	fields := map[string]any{"host": h.Host(), "command": commandName(script), "duration_ms": time.Since(start).Milliseconds()}
+	if err != nil {
+		fields["error"] = err.Error()
+	}
+	tflog.Debug(ctx, "host command", fields)
+	return err
+}
+
+// commandLogBytes bounds a logged command: enough to tell commands apart.
+const commandLogBytes = 160
+
+// commandName is script on one line, shortened for a log.
+func commandName(script string) string {
+	s := strings.Join(strings.Fields(script), " ")
+	if len(s) > commandLogBytes {
+		s = s[:commandLogBytes] + "..."
+	}
+	return s
+}
+
 // Path joins elements below the root directory (slash-separated: hosts are POSIX).
 func (h *Host) Path(elem ...string) string {
 	return strings.Join(append([]string{strings.TrimRight(h.RootDir, "/")}, elem...), "/")
@@ -55,8 +84,14 @@ func WriteFile(ctx context.Context, t Transport, path string, data []byte, mode 
 // pipeline on the transport, with the same result.
 func Upload(ctx context.Context, t Transport, path string, r io.Reader, mode os.FileMode) error {
 	if fw, ok := fileWriterOf(t); ok {
+		start := time.Now()
 		err := fw.WriteFileAtomic(ctx, path, r, mode)
 		if !errors.Is(err, ErrNoFileWriter) {
+			fields := map[string]any{"host": t.Host(), "path": path, "duration_ms": time.Since(start).Milliseconds()}
+			if err != nil {
+				fields["error"] = err.Error()
+			}
+			tflog.Debug(ctx, "host file write (sftp)", fields)
 			return err
 		}
 		// Nothing was read from r: the pipeline gets all of it.
