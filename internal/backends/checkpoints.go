@@ -115,6 +115,7 @@ func (r *Registry) Sandbox(ctx context.Context, h *hosts.Host, id string) (*Sand
 // running; with quiesce "pause" its services are paused for the capture and
 // always unpaused after, also when the capture fails.
 func (r *Registry) Snapshot(ctx context.Context, h *hosts.Host, req SnapshotRequest) (summary checkpoint.Summary, err error) {
+	defer r.forget(h) // a pause changes what a refresh would see
 	sb, err := r.Sandbox(ctx, h, req.SandboxID)
 	if errors.Is(err, ErrNotFound) {
 		return summary, fmt.Errorf("sandbox %s is not on host %q", req.SandboxID, h.Host())
@@ -164,6 +165,7 @@ func (r *Registry) Snapshot(ctx context.Context, h *hosts.Host, req SnapshotRequ
 // are stopped around the write, then started and waited ready again, also
 // when the restore itself failed (the workspace is then unchanged).
 func (r *Registry) RestoreInPlace(ctx context.Context, snapHost *hosts.Host, snapshotID string, h *hosts.Host, targetID string, opts checkpoint.RestoreOptions) (checkpoint.RestoreResult, error) {
+	defer r.forget(h)
 	var res checkpoint.RestoreResult
 	sb, err := r.Sandbox(ctx, h, targetID)
 	if errors.Is(err, ErrNotFound) {

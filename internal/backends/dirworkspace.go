@@ -88,6 +88,20 @@ func (d DirWorkspace) Inspect(ctx context.Context, h *hosts.Host, sb *Sandbox) (
 	return Status{State: StatusMissing}, nil
 }
 
+var _ BatchInspector = DirWorkspace{}
+
+// HostStatusScript needs no command: a directory sandbox's status is
+// whether its workspace exists.
+func (d DirWorkspace) HostStatusScript(context.Context, *hosts.Host) (string, error) { return "", nil }
+
+// StatusFrom is Inspect's status: ready while the workspace exists.
+func (d DirWorkspace) StatusFrom(_ string, workspace bool, _ *Sandbox) Status {
+	if workspace {
+		return Status{State: StatusReady}
+	}
+	return Status{State: StatusMissing}
+}
+
 func (d DirWorkspace) Teardown(ctx context.Context, h *hosts.Host, sb *Sandbox) error {
 	return RemoveWorkspace(ctx, h, sb.WorkspaceDir, DirWorkspaceName(sb.ID))
 }

@@ -53,11 +53,18 @@ func readRecord(ctx context.Context, h *hosts.Host, id string) (*Sandbox, error)
 	if !ok {
 		return nil, fmt.Errorf("host %q: unable to resolve root directory %s", h.Host(), h.RootDir)
 	}
+	return decodeRecord(h, id, data, string(root))
+}
+
+// decodeRecord decodes record <id>.json of h, read together with the
+// resolved root directory, and refuses it unless checkRecord trusts it.
+func decodeRecord(h *hosts.Host, id string, data []byte, root string) (*Sandbox, error) {
+	p := recordPath(h, id)
 	var sb Sandbox
 	if err := json.Unmarshal(data, &sb); err != nil {
 		return nil, fmt.Errorf("host %q: sandbox record %s is corrupt: %w", h.Host(), p, err)
 	}
-	if err := checkRecord(&sb, id, string(root)); err != nil {
+	if err := checkRecord(&sb, id, root); err != nil {
 		return nil, fmt.Errorf("host %q: refusing sandbox record %s: %w", h.Host(), p, err)
 	}
 	return &sb, nil

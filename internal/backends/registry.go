@@ -24,6 +24,7 @@ type Registry struct {
 
 	reaperSettings map[string]ReaperSetting // host name -> its `reaper` argument, set at configure
 	reapers        sync.Map                 // host name -> struct{}: reaper installed or removed by this process
+	reads          readBatches              // host views shared by refreshes (readbatch.go)
 }
 
 // NewRegistry returns a registry of the given extensions.
@@ -116,6 +117,7 @@ func (r *Registry) settleReaper(ctx context.Context, h *hosts.Host) error {
 }
 
 func (r *Registry) create(ctx context.Context, ext Extension, req Request) (*Sandbox, error) {
+	defer r.forget(req.Host)
 	if err := r.settleReaper(ctx, req.Host); err != nil {
 		return nil, err
 	}
@@ -206,6 +208,7 @@ func (r *Registry) Destroy(ctx context.Context, h *hosts.Host, id string) error 
 }
 
 func (r *Registry) teardown(ctx context.Context, ext Extension, h *hosts.Host, sb *Sandbox) error {
+	defer r.forget(h)
 	if err := ext.Teardown(ctx, h, sb); err != nil {
 		return err
 	}
@@ -221,6 +224,7 @@ func (r *Registry) teardown(ctx context.Context, ext Extension, h *hosts.Host, s
 // modify changes a sandbox's record on the host (an in-place update:
 // labels, expiry, quote) and returns the new record.
 func (r *Registry) modify(ctx context.Context, h *hosts.Host, id string, change func(*Sandbox)) (*Sandbox, error) {
+	defer r.forget(h)
 	sb, err := readRecord(ctx, h, id)
 	if err != nil {
 		return nil, err

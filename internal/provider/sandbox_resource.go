@@ -410,7 +410,7 @@ func (r *SandboxResource) Read(ctx context.Context, req resource.ReadRequest, re
 		resp.Diagnostics.AddError("Unable to Read Sandbox", err.Error())
 		return
 	}
-	sb, st, err := r.data.registry.Get(ctx, h, state.ID.ValueString())
+	sb, st, err := r.data.registry.Refresh(ctx, h, state.ID.ValueString())
 	if errors.Is(err, backends.ErrNotFound) {
 		tflog.Warn(ctx, "sandbox is gone from its host; removing it from state", map[string]any{"host": h.Host(), "sandbox_id": state.ID.ValueString()})
 		r.settleVanished(ctx, &state, &resp.Diagnostics)

@@ -316,6 +316,34 @@ func (e *Extension) status(ctx context.Context, h *hosts.Host, sb *backends.Sand
 	return parseStatus(string(out), sb.Services), nil
 }
 
+var _ backends.BatchInspector = (*Extension)(nil)
+
+// HostStatusScript lists every compose container on the host with its
+// project: the status of all of a host's sandboxes in one command.
+func (e *Extension) HostStatusScript(ctx context.Context, h *hosts.Host) (string, error) {
+	compose, err := e.compose(ctx, h)
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf(`%s ps -a --filter %s --format '{{.Label "%s"}}|{{.Label "com.docker.compose.service"}}|{{.State}}|{{.Status}}'`,
+		engine(compose), hosts.Quote("label="+projectLabel), projectLabel), nil
+}
+
+// StatusFrom is Inspect's status of sb from HostStatusScript's output.
+func (e *Extension) StatusFrom(out string, workspace bool, sb *backends.Sandbox) backends.Status {
+	var own strings.Builder
+	if workspace {
+		own.WriteString("workspace\n")
+	}
+	prefix := sb.ComposeProject + "|"
+	for line := range strings.Lines(out) {
+		if rest, ok := strings.CutPrefix(line, prefix); ok {
+			own.WriteString(rest)
+		}
+	}
+	return parseStatus(own.String(), sb.Services)
+}
+
 // parseStatus turns the status script's output into a Status.
 func parseStatus(out string, declared []string) backends.Status {
 	workspace := false

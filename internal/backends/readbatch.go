@@ -1,0 +1,228 @@
+package backends
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"path"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/hosts"
+)
+
+// Refresh is read per host, not per resource. A plan refreshes every
+// sandbox in state at once; read one by one, each costs a record read and a
+// status command on its host, so a plan of 50 sandboxes costs 100 commands.
+// Instead, the first refresh of a host reads the records of all its
+// sandboxes, the names in its root directory and, per extension, the status
+// of all its sandboxes in one command (a host view); refreshes of that host
+// that start while it is read, or shortly after, are answered from it.
+//
+// A host view lives in this provider process for readBatchWindow after it
+// was read, and any change this registry makes on the host drops it: it is
+// a batch of reads that happen together, never a cache across operations
+// (Terraform starts a new provider process for each plan and apply anyway).
+
+// readBatchWindow is how long a host view answers refreshes that start
+// after it was read: long enough for the refreshes Terraform issues
+// together (its parallelism admits the next ones as earlier ones finish),
+// short enough that nothing reads an older state than a refresh would.
+const readBatchWindow = 2 * time.Second
+
+// BatchInspector is an Extension whose sandboxes' statuses can be read for
+// a whole host at once.
+type BatchInspector interface {
+	// HostStatusScript is a command printing what StatusFrom needs for
+	// every sandbox of the extension on h; "" when it needs nothing but
+	// whether each workspace exists. It must only read.
+	HostStatusScript(ctx context.Context, h *hosts.Host) (string, error)
+	// StatusFrom is sb's status, given the script's output and whether its
+	// workspace exists; as Inspect would have returned it.
+	StatusFrom(out string, workspace bool, sb *Sandbox) Status
+}
+
+// hostView is what one command read of a host.
+type hostView struct {
+	root    string            // the resolved root directory
+	records map[string][]byte // sandbox id -> its record, as read
+	names   map[string]bool   // names in the root directory
+	ext     map[string]string // extension -> its status script's output; absent when it failed
+}
+
+type hostRead struct {
+	done     chan struct{}
+	view     *hostView
+	err      error
+	finished time.Time // when done was closed
+}
+
+// readBatches holds the host views being read or recently read, by host
+// name. Its zero value is ready to use.
+type readBatches struct {
+	mu    sync.Mutex
+	hosts map[string]*hostRead
+}
+
+// forget drops h's view: called after anything this registry changes on h.
+func (r *Registry) forget(h *hosts.Host) {
+	r.reads.mu.Lock()
+	delete(r.reads.hosts, h.Host())
+	r.reads.mu.Unlock()
+}
+
+// Refresh is Get for a refresh: the same sandbox and status, answered from
+// a host view shared with the other refreshes of the same host.
+func (r *Registry) Refresh(ctx context.Context, h *hosts.Host, id string) (*Sandbox, Status, error) {
+	if err := CheckID(id); err != nil {
+		return nil, Status{}, err
+	}
+	view, err := r.hostView(ctx, h)
+	if err != nil {
+		return nil, Status{}, err
+	}
+	data, ok := view.records[id]
+	if !ok {
+		return nil, Status{}, ErrNotFound
+	}
+	sb, err := decodeRecord(h, id, data, view.root)
+	if err != nil {
+		return nil, Status{}, err
+	}
+	ext, err := r.Extension(sb.Extension)
+	if err != nil {
+		return nil, Status{}, err
+	}
+	// The view knows whether a workspace exists only for one directly in
+	// the root; another (a vm-packer workspace_base) is asked for itself.
+	name := path.Base(sb.WorkspaceDir)
+	bi, batch := ext.(BatchInspector)
+	out, read := view.ext[sb.Extension]
+	if !batch || !read || sb.WorkspaceDir != strings.TrimSuffix(view.root, "/")+"/"+name {
+		st, err := ext.Inspect(ctx, h, sb)
+		return sb, st, err
+	}
+	return sb, bi.StatusFrom(out, view.names[name], sb), nil
+}
+
+// hostView returns h's view: one being read is waited for, one read within
+// readBatchWindow is reused, otherwise this caller reads it.
+func (r *Registry) hostView(ctx context.Context, h *hosts.Host) (*hostView, error) {
+	b := &r.reads
+	b.mu.Lock()
+	hr := b.hosts[h.Host()]
+	lead := hr == nil
+	if hr != nil {
+		select {
+		case <-hr.done:
+			lead = time.Since(hr.finished) > readBatchWindow
+		default:
+		}
+	}
+	if lead {
+		hr = &hostRead{done: make(chan struct{})}
+		if b.hosts == nil {
+			b.hosts = map[string]*hostRead{}
+		}
+		b.hosts[h.Host()] = hr
+	}
+	b.mu.Unlock()
+	if lead {
+		hr.view, hr.err = r.readHost(ctx, h)
+		hr.finished = time.Now()
+		close(hr.done)
+	}
+	select {
+	case <-hr.done:
+		return hr.view, hr.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// Section markers of the host view script's output. Records are indented
+// JSON and status lines start with a project name, so neither has a line
+// starting with "=== ". The names in the root directory, which could be
+// anything, come last: every line after their marker is a name.
+const (
+	viewRecord    = "=== record "
+	viewExt       = "=== ext "
+	viewExtFailed = "=== ext-failed "
+	viewNames     = "=== names"
+)
+
+// readHost reads h's view in one command.
+func (r *Registry) readHost(ctx context.Context, h *hosts.Host) (*hostView, error) {
+	var script strings.Builder
+	fmt.Fprintf(&script, `root=%s; (cd -- "$root" && pwd -P) || exit 1; `+
+		`for f in %s/*.json; do [ -f "$f" ] || continue; n=${f##*/}; printf '%s%%s\n' "${n%%.json}"; cat -- "$f" || exit 1; echo; done`,
+		hosts.Quote(h.RootDir), hosts.Quote(h.Path(".sandboxer", "sandboxes")), viewRecord)
+	for _, name := range slices.Sorted(maps.Keys(r.exts)) {
+		bi, ok := r.exts[name].(BatchInspector)
+		if !ok {
+			continue
+		}
+		s, err := bi.HostStatusScript(ctx, h)
+		if err != nil {
+			continue // its sandboxes are inspected one by one, which reports the error
+		}
+		fmt.Fprintf(&script, "; printf '%s%%s\\n' %s", viewExt, hosts.Quote(name))
+		if s != "" {
+			fmt.Fprintf(&script, "; { %s; } || printf '%s%%s\\n' %s", s, viewExtFailed, hosts.Quote(name))
+		}
+	}
+	fmt.Fprintf(&script, `; printf '%s\n'; ls -1A -- "$root"`, viewNames)
+	out, err := hosts.Output(ctx, h, script.String())
+	if err != nil {
+		return nil, fmt.Errorf("unable to read the sandboxes of host %q: %w", h.Host(), err)
+	}
+	return parseHostView(string(out))
+}
+
+// parseHostView splits readHost's output into its sections.
+func parseHostView(out string) (*hostView, error) {
+	root, rest, ok := strings.Cut(out, "\n")
+	if !ok || !strings.HasPrefix(root, "/") {
+		return nil, fmt.Errorf("unable to resolve the root directory")
+	}
+	v := &hostView{root: root, records: map[string][]byte{}, names: map[string]bool{}, ext: map[string]string{}}
+	var section *strings.Builder
+	var sectionEnd func(string)
+	flush := func() {
+		if sectionEnd != nil {
+			sectionEnd(section.String())
+		}
+		section, sectionEnd = &strings.Builder{}, nil
+	}
+	section = &strings.Builder{}
+	names := false
+	for line := range strings.Lines(rest) {
+		switch {
+		case names:
+			v.names[strings.TrimSuffix(line, "\n")] = true
+		case line == viewNames+"\n":
+			flush()
+			names = true
+		case strings.HasPrefix(line, viewRecord):
+			flush()
+			id := strings.TrimSuffix(strings.TrimPrefix(line, viewRecord), "\n")
+			sectionEnd = func(s string) { v.records[id] = []byte(s) }
+		case strings.HasPrefix(line, viewExtFailed):
+			flush()
+			delete(v.ext, strings.TrimSuffix(strings.TrimPrefix(line, viewExtFailed), "\n"))
+		case strings.HasPrefix(line, viewExt):
+			flush()
+			name := strings.TrimSuffix(strings.TrimPrefix(line, viewExt), "\n")
+			sectionEnd = func(s string) { v.ext[name] = s }
+		default:
+			section.WriteString(line)
+		}
+	}
+	if !names {
+		return nil, fmt.Errorf("the root directory listing is missing")
+	}
+	flush()
+	return v, nil
+}

@@ -1,0 +1,134 @@
+package backends_test
+
+import (
+	"context"
+	"io"
+	"os"
+	"os/exec"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/backends"
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/backends/composessh"
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/backends/vmattach"
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/hosts"
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/testharness"
+)
+
+// counting is a host transport that counts the commands run through it:
+// instrumentation of the real SSH transport, which still runs them.
+type counting struct {
+	hosts.Transport
+	n atomic.Int64
+}
+
+func (c *counting) Run(ctx context.Context, script string, stdin io.Reader, stdout io.Writer) error {
+	c.n.Add(1)
+	return c.Transport.Run(ctx, script, stdin, stdout)
+}
+
+// Refreshes of a host's sandboxes share one command, and each answers what
+// Get answers: ready, degraded, a missing workspace, gone.
+func TestRefreshReadsAHostOnce(t *testing.T) {
+	testharness.RequireDocker(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	h := testharness.SSHHost(t)
+	reg := backends.NewRegistry(composessh.New(os.Getenv("SANDBOXER_COMPOSE_CMD")), vmattach.New())
+	repo := testharness.ComposeRepo(t, testharness.Image(t), "web", "worker")
+	var ids []string
+	for range 3 {
+		sb, err := reg.Create(ctx, backends.Request{ID: backends.NewID(), Profile: profile(t, "profile.compose-e2e"), Host: h,
+			Inputs: map[string]string{"repo": repo}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = reg.Destroy(context.Background(), h, sb.ID) })
+		ids = append(ids, sb.ID)
+	}
+	ws, err := reg.Create(ctx, backends.Request{ID: backends.NewID(), Profile: profile(t, "profile.workspace"), Host: h})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = reg.Destroy(context.Background(), h, ws.ID) })
+	gone, err := reg.Create(ctx, backends.Request{ID: backends.NewID(), Profile: profile(t, "profile.workspace"), Host: h})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = reg.Destroy(context.Background(), h, gone.ID) })
+	ids = append(ids, ws.ID, gone.ID)
+
+	// Out of band: one service of the second stack stopped, the last
+	// workspace removed.
+	stop := `docker stop -t 1 $(docker ps -q --filter label=com.docker.compose.project=sbx-` + ids[1] + ` --filter label=com.docker.compose.service=worker)`
+	if out, err := exec.Command("sh", "-c", stop).CombinedOutput(); err != nil {
+		t.Fatalf("docker stop: %v %s", err, out)
+	}
+	if err := os.RemoveAll(gone.WorkspaceDir); err != nil {
+		t.Fatal(err)
+	}
+
+	want := map[string]backends.Status{}
+	for _, id := range ids {
+		_, st, err := reg.Get(ctx, h, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[id] = st
+	}
+	if want[ids[0]].State != backends.StatusReady || want[ids[1]].State != backends.StatusDegraded ||
+		want[ws.ID].State != backends.StatusReady || want[gone.ID].State != backends.StatusMissing {
+		t.Fatalf("the fixture is not what the test needs: %+v", want)
+	}
+
+	// A fresh registry, as a new provider process for a plan would have.
+	c := &counting{Transport: h.Transport}
+	ch := &hosts.Host{Transport: c, RootDir: h.RootDir}
+	fresh := backends.NewRegistry(composessh.New(os.Getenv("SANDBOXER_COMPOSE_CMD")), vmattach.New())
+	if _, err := fresh.Extension(composessh.Name); err != nil {
+		t.Fatal(err)
+	}
+	// Compose detection is once per host and process, not per refresh:
+	// done before counting.
+	if _, _, err := fresh.Get(ctx, ch, ids[0]); err != nil {
+		t.Fatal(err)
+	}
+	c.n.Store(0)
+	var wg sync.WaitGroup
+	got := make([]backends.Status, len(ids))
+	errs := make([]error, len(ids)+1)
+	for i, id := range ids {
+		wg.Go(func() { _, got[i], errs[i] = fresh.Refresh(ctx, ch, id) })
+	}
+	wg.Go(func() { _, _, errs[len(ids)] = fresh.Refresh(ctx, ch, backends.NewID()) })
+	wg.Wait()
+	for i, id := range ids {
+		if errs[i] != nil {
+			t.Fatalf("Refresh %s: %v", id, errs[i])
+		}
+		if got[i].State != want[id].State || len(got[i].Services) != len(want[id].Services) {
+			t.Errorf("Refresh %s = %+v; Get said %+v", id, got[i], want[id])
+		}
+		for j := range got[i].Services {
+			if got[i].Services[j] != want[id].Services[j] {
+				t.Errorf("Refresh %s service %d = %+v; Get said %+v", id, j, got[i].Services[j], want[id].Services[j])
+			}
+		}
+	}
+	if errs[len(ids)] != backends.ErrNotFound {
+		t.Errorf("Refresh of an unknown sandbox: %v, want ErrNotFound", errs[len(ids)])
+	}
+	if n := c.n.Load(); n != 1 {
+		t.Errorf("%d refreshes of one host ran %d commands, want 1", len(ids)+1, n)
+	}
+
+	// A change made through the registry is seen by the next refresh.
+	if err := fresh.Destroy(ctx, ch, ids[0]); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := fresh.Refresh(ctx, ch, ids[0]); err != backends.ErrNotFound {
+		t.Errorf("Refresh after Destroy: %v, want ErrNotFound", err)
+	}
+}
