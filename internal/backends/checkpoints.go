@@ -80,12 +80,14 @@ func (r *Registry) DiffSnapshots(ctx context.Context, h *hosts.Host, from, to st
 
 // DeleteSnapshot removes a snapshot (its objects go when no snapshot uses them).
 func (r *Registry) DeleteSnapshot(ctx context.Context, h *hosts.Host, id string) error {
+	defer r.forget(h)
 	return r.agent.Delete(ctx, h, id)
 }
 
 // CopySnapshot copies snapshot id from src's store to dst's (the same host
 // or another) as newID: objects travel once and are verified on arrival.
 func (r *Registry) CopySnapshot(ctx context.Context, src *hosts.Host, id string, dst *hosts.Host, newID, name string) (checkpoint.Summary, error) {
+	defer r.forget(dst)
 	return r.agent.Copy(ctx, src, id, dst, newID, name, r.now().UTC())
 }
 

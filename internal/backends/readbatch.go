@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/agent"
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/checkpoint"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/hosts"
 )
 
@@ -52,25 +54,66 @@ type hostView struct {
 	ext     map[string]string // extension -> its status script's output; absent when it failed
 }
 
-type hostRead struct {
+// batches holds the reads of T being made or recently made, by host name.
+// Its zero value is ready to use.
+type batches[T any] struct {
+	mu    sync.Mutex
+	hosts map[string]*pending[T]
+}
+
+type pending[T any] struct {
 	done     chan struct{}
-	view     *hostView
+	val      T
 	err      error
 	finished time.Time // when done was closed
 }
 
-// readBatches holds the host views being read or recently read, by host
-// name. Its zero value is ready to use.
-type readBatches struct {
-	mu    sync.Mutex
-	hosts map[string]*hostRead
+// get returns host's value: a read in flight is waited for, one finished
+// within readBatchWindow is reused, otherwise this caller reads it.
+func (b *batches[T]) get(ctx context.Context, host string, read func() (T, error)) (T, error) {
+	b.mu.Lock()
+	p := b.hosts[host]
+	lead := p == nil
+	if p != nil {
+		select {
+		case <-p.done:
+			lead = time.Since(p.finished) > readBatchWindow
+		default:
+		}
+	}
+	if lead {
+		p = &pending[T]{done: make(chan struct{})}
+		if b.hosts == nil {
+			b.hosts = map[string]*pending[T]{}
+		}
+		b.hosts[host] = p
+	}
+	b.mu.Unlock()
+	if lead {
+		p.val, p.err = read()
+		p.finished = time.Now()
+		close(p.done)
+	}
+	select {
+	case <-p.done:
+		return p.val, p.err
+	case <-ctx.Done():
+		var zero T
+		return zero, ctx.Err()
+	}
 }
 
-// forget drops h's view: called after anything this registry changes on h.
+// forget drops host's value.
+func (b *batches[T]) forget(host string) {
+	b.mu.Lock()
+	delete(b.hosts, host)
+	b.mu.Unlock()
+}
+
+// forget drops h's views: called after anything this registry changes on h.
 func (r *Registry) forget(h *hosts.Host) {
-	r.reads.mu.Lock()
-	delete(r.reads.hosts, h.Host())
-	r.reads.mu.Unlock()
+	r.reads.forget(h.Host())
+	r.snapReads.forget(h.Host())
 }
 
 // Refresh is Get for a refresh: the same sandbox and status, answered from
@@ -79,7 +122,7 @@ func (r *Registry) Refresh(ctx context.Context, h *hosts.Host, id string) (*Sand
 	if err := CheckID(id); err != nil {
 		return nil, Status{}, err
 	}
-	view, err := r.hostView(ctx, h)
+	view, err := r.reads.get(ctx, h.Host(), func() (*hostView, error) { return r.readHost(ctx, h) })
 	if err != nil {
 		return nil, Status{}, err
 	}
@@ -107,39 +150,15 @@ func (r *Registry) Refresh(ctx context.Context, h *hosts.Host, id string) (*Sand
 	return sb, bi.StatusFrom(out, view.names[name], sb), nil
 }
 
-// hostView returns h's view: one being read is waited for, one read within
-// readBatchWindow is reused, otherwise this caller reads it.
-func (r *Registry) hostView(ctx context.Context, h *hosts.Host) (*hostView, error) {
-	b := &r.reads
-	b.mu.Lock()
-	hr := b.hosts[h.Host()]
-	lead := hr == nil
-	if hr != nil {
-		select {
-		case <-hr.done:
-			lead = time.Since(hr.finished) > readBatchWindow
-		default:
-		}
+// RefreshSnapshot is GetSnapshot for a refresh: the manifests of the
+// host's store are read once for the refreshes that start together, and
+// each snapshot's is verified when it is asked for.
+func (r *Registry) RefreshSnapshot(ctx context.Context, h *hosts.Host, id string) (checkpoint.Summary, error) {
+	ms, err := r.snapReads.get(ctx, h.Host(), func() (*agent.Manifests, error) { return r.agent.ReadManifests(ctx, h) })
+	if err != nil {
+		return checkpoint.Summary{}, err
 	}
-	if lead {
-		hr = &hostRead{done: make(chan struct{})}
-		if b.hosts == nil {
-			b.hosts = map[string]*hostRead{}
-		}
-		b.hosts[h.Host()] = hr
-	}
-	b.mu.Unlock()
-	if lead {
-		hr.view, hr.err = r.readHost(ctx, h)
-		hr.finished = time.Now()
-		close(hr.done)
-	}
-	select {
-	case <-hr.done:
-		return hr.view, hr.err
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
+	return ms.Get(id)
 }
 
 // Section markers of the host view script's output. Records are indented

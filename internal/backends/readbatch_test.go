@@ -2,6 +2,7 @@ package backends_test
 
 import (
 	"context"
+	"errors"
 	"io"
 	"os"
 	"os/exec"
@@ -130,5 +131,67 @@ func TestRefreshReadsAHostOnce(t *testing.T) {
 	}
 	if _, _, err := fresh.Refresh(ctx, ch, ids[0]); err != backends.ErrNotFound {
 		t.Errorf("Refresh after Destroy: %v, want ErrNotFound", err)
+	}
+}
+
+// Snapshot refreshes of a host share one read of its store's manifests;
+// each is verified on its own, so one tampered manifest fails only its
+// own snapshot's refresh.
+func TestRefreshSnapshotReadsAStoreOnce(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	h := testharness.SSHHost(t)
+	reg := backends.NewRegistry(vmattach.New())
+	sb, err := reg.Create(ctx, backends.Request{ID: backends.NewID(), Profile: profile(t, "profile.workspace"), Host: h})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = reg.Destroy(context.Background(), h, sb.ID) })
+	var ids []string
+	for i := range 3 {
+		if err := os.WriteFile(sb.WorkspaceDir+"/f", []byte{byte(i)}, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		s, err := reg.Snapshot(ctx, h, backends.SnapshotRequest{ID: "snap-" + backends.NewID(), SandboxID: sb.ID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, s.ID)
+	}
+	// The third manifest is replaced on the host by one no capture wrote.
+	manifest := h.RootDir + "/.sandboxer/store/snapshots/" + ids[2] + ".json"
+	if err := os.WriteFile(manifest, []byte(`{"version": 999, "id": "`+ids[2]+`"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	c := &counting{Transport: h.Transport}
+	ch := &hosts.Host{Transport: c, RootDir: h.RootDir}
+	fresh := backends.NewRegistry(vmattach.New())
+	var wg sync.WaitGroup
+	errs := make([]error, 4)
+	got := make([]string, 4)
+	for i, id := range append(ids, "snap-"+backends.NewID()) {
+		wg.Go(func() {
+			s, err := fresh.RefreshSnapshot(ctx, ch, id)
+			got[i], errs[i] = s.ID, err
+		})
+	}
+	wg.Wait()
+	for i := range 2 {
+		if errs[i] != nil || got[i] != ids[i] {
+			t.Errorf("RefreshSnapshot %s = %q, %v", ids[i], got[i], errs[i])
+		}
+	}
+	if errs[2] == nil || errors.Is(errs[2], backends.ErrSnapshotNotFound) {
+		t.Errorf("a tampered manifest refreshed as %v", errs[2])
+	}
+	if !errors.Is(errs[3], backends.ErrSnapshotNotFound) {
+		t.Errorf("an unknown snapshot: %v, want ErrSnapshotNotFound", errs[3])
+	}
+	if n := c.n.Load(); n != 1 {
+		t.Errorf("4 snapshot refreshes of one host ran %d commands, want 1", n)
+	}
+	if _, err := os.Stat(h.RootDir + "/.sandboxer/store"); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -22,9 +22,10 @@ type Registry struct {
 	// ledger charges metered sandboxes; nil when no credits_file is set.
 	ledger *metering.Ledger
 
-	reaperSettings map[string]ReaperSetting // host name -> its `reaper` argument, set at configure
-	reapers        sync.Map                 // host name -> struct{}: reaper installed or removed by this process
-	reads          readBatches              // host views shared by refreshes (readbatch.go)
+	reaperSettings map[string]ReaperSetting  // host name -> its `reaper` argument, set at configure
+	reapers        sync.Map                  // host name -> struct{}: reaper installed or removed by this process
+	reads          batches[*hostView]        // host views shared by refreshes (readbatch.go)
+	snapReads      batches[*agent.Manifests] // store manifests shared by snapshot refreshes
 }
 
 // NewRegistry returns a registry of the given extensions.

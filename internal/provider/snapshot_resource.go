@@ -318,7 +318,7 @@ func (r *SnapshotResource) Read(ctx context.Context, req resource.ReadRequest, r
 		resp.Diagnostics.AddError("Unable to Read Snapshot", err.Error())
 		return
 	}
-	s, err := r.data.registry.GetSnapshot(ctx, h, state.ID.ValueString())
+	s, err := r.data.registry.RefreshSnapshot(ctx, h, state.ID.ValueString())
 	if errors.Is(err, backends.ErrSnapshotNotFound) {
 		tflog.Warn(ctx, "snapshot is gone from its host; removing it from state", map[string]any{"host": h.Host(), "snapshot_id": state.ID.ValueString()})
 		resp.State.RemoveResource(ctx)
