@@ -234,24 +234,22 @@ func (r *SandboxResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 
 	// Known when the extension reads its inputs at plan time.
 	var plannedServices, planWarnings []string
+	var planner backends.Planner
+	var inputs, env map[string]string
 	if !plan.Inputs.IsUnknown() && !plan.Env.IsUnknown() {
-		inputs := stringMap(ctx, plan.Inputs, &resp.Diagnostics)
+		inputs = stringMap(ctx, plan.Inputs, &resp.Diagnostics)
 		if err := profile.CheckInputs(inputs); err != nil {
 			resp.Diagnostics.AddAttributeError(path.Root("inputs"), "Invalid Sandbox Inputs", err.Error())
 		} else if err := ext.Validate(profile, inputs); err != nil {
 			resp.Diagnostics.AddAttributeError(path.Root("inputs"), "Invalid Sandbox Inputs", err.Error())
 		}
-		env, ok := r.sandboxEnv(ctx, plan.Env, req.Config, &resp.Diagnostics)
+		var envKnown bool
+		env, envKnown = r.sandboxEnv(ctx, plan.Env, req.Config, &resp.Diagnostics)
 		if resp.Diagnostics.HasError() {
 			return
 		}
-		if planner, isPlanner := ext.(backends.Planner); isPlanner && ok {
-			p, err := planner.Plan(profile, inputs, env)
-			if err != nil {
-				resp.Diagnostics.AddAttributeError(path.Root("inputs"), "Invalid Compose File", err.Error())
-				return
-			}
-			plannedServices, planWarnings = p.Services, p.Warnings
+		if p, isPlanner := ext.(backends.Planner); isPlanner && envKnown {
+			planner = p
 		}
 		plan.SourceHash = types.StringNull()
 		if repo := inputs["repo"]; repo != "" {
@@ -266,12 +264,6 @@ func (r *SandboxResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 		plan.SourceHash = types.StringUnknown()
 	}
 
-	// Said when the stack is created from this content, not on every plan.
-	if state == nil || !plan.SourceHash.Equal(state.SourceHash) {
-		for _, w := range planWarnings {
-			resp.Diagnostics.AddAttributeWarning(path.Root("inputs"), "Compose File Weakens Isolation", w)
-		}
-	}
 	if state != nil {
 		if !plan.SourceHash.Equal(state.SourceHash) {
 			resp.RequiresReplace = append(resp.RequiresReplace, path.Root("source_hash"))
@@ -279,6 +271,27 @@ func (r *SandboxResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 		// Refresh found the sandbox stopped, degraded or half gone: replace it.
 		if state.Status.ValueString() != backends.StatusReady {
 			resp.RequiresReplace = append(resp.RequiresReplace, path.Root("status"))
+		}
+	}
+	// The compose file is read for a sandbox about to be created or
+	// replaced. One whose content, inputs, env and profile are those in
+	// state, and that is ready, was read when it was created: a plan of
+	// many unchanged sandboxes does not parse them all again.
+	unchanged := state != nil && len(resp.RequiresReplace) == 0 && plan.SourceHash.Equal(state.SourceHash) &&
+		plan.Inputs.Equal(state.Inputs) && plan.Env.Equal(state.Env) && plan.EnvWOVersion.Equal(state.EnvWOVersion) &&
+		plan.Profile.Equal(state.Profile)
+	if planner != nil && !unchanged {
+		p, err := planner.Plan(profile, inputs, env)
+		if err != nil {
+			resp.Diagnostics.AddAttributeError(path.Root("inputs"), "Invalid Compose File", err.Error())
+			return
+		}
+		plannedServices, planWarnings = p.Services, p.Warnings
+	}
+	// Said when the stack is created from this content, not on every plan.
+	if state == nil || !plan.SourceHash.Equal(state.SourceHash) {
+		for _, w := range planWarnings {
+			resp.Diagnostics.AddAttributeWarning(path.Root("inputs"), "Compose File Weakens Isolation", w)
 		}
 	}
 	replacing := state == nil || len(resp.RequiresReplace) > 0
