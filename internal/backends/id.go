@@ -4,7 +4,8 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"regexp"
+
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/checkpoint"
 )
 
 // NewID returns a fresh sandbox id: 12 lowercase hex digits, valid as a
@@ -17,13 +18,11 @@ func NewID() string {
 	return hex.EncodeToString(b)
 }
 
-var idPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
-
 // CheckID rejects ids that could not have come from NewID-like generation,
 // before they are used to build paths on a host (import ids are user input).
 func CheckID(id string) error {
-	if !idPattern.MatchString(id) {
-		return fmt.Errorf("invalid sandbox id %q: expected lowercase letters, digits and dashes", id)
+	if !checkpoint.IDPattern.MatchString(id) {
+		return fmt.Errorf("invalid sandbox id %q: expected %s", id, checkpoint.IDGrammar)
 	}
 	return nil
 }

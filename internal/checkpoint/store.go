@@ -42,11 +42,18 @@ func Open(dir string) (*Store, error) {
 	return &Store{Dir: dir}, nil
 }
 
-var idPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
+// IDPattern is the one grammar of ids, sandboxes' and snapshots' alike:
+// lowercase letters, digits and dashes, 1 to 63 characters, starting with
+// a letter or digit. An id that matches is safe as a file name, a directory
+// name and part of a compose project name, unquoted.
+var IDPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
+
+// IDGrammar says what IDPattern accepts, for diagnostics.
+const IDGrammar = "lowercase letters, digits and dashes, 1 to 63 characters, starting with a letter or digit"
 
 // CheckID rejects ids that could not be file names in the store.
 func CheckID(id string) error {
-	if !idPattern.MatchString(id) {
+	if !IDPattern.MatchString(id) {
 		return fmt.Errorf("invalid snapshot id %q: expected lowercase letters, digits and dashes", id)
 	}
 	return nil

@@ -18,6 +18,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/mapplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
@@ -81,7 +82,7 @@ func (r *RestoreResource) Schema(ctx context.Context, _ resource.SchemaRequest, 
 			"or `triggers` changes.",
 		Attributes: map[string]schema.Attribute{
 			"id": schema.StringAttribute{Computed: true, PlanModifiers: keep, MarkdownDescription: "Id of this restore."},
-			"snapshot_id": schema.StringAttribute{Required: true, PlanModifiers: replace,
+			"snapshot_id": schema.StringAttribute{Required: true, PlanModifiers: replace, Validators: []validator.String{idValidator("snapshot")},
 				MarkdownDescription: "Snapshot to restore (found on the provider's hosts)."},
 			"profile": schema.StringAttribute{Optional: true, PlanModifiers: replace,
 				MarkdownDescription: "New sandbox: its profile. Default: the profile of the snapshot's sandbox."},
@@ -92,7 +93,7 @@ func (r *RestoreResource) Schema(ctx context.Context, _ resource.SchemaRequest, 
 			"inputs": schema.MapAttribute{Optional: true, ElementType: types.StringType,
 				PlanModifiers:       []planmodifier.Map{mapplanmodifier.RequiresReplace()},
 				MarkdownDescription: "New sandbox: profile inputs. A `repo` is copied first and the snapshot written over it."},
-			"target_sandbox_id": schema.StringAttribute{Optional: true, PlanModifiers: replace,
+			"target_sandbox_id": schema.StringAttribute{Optional: true, PlanModifiers: replace, Validators: []validator.String{idValidator("sandbox")},
 				MarkdownDescription: "In place: the sandbox to restore into."},
 			"restore_files": schema.BoolAttribute{Optional: true, Computed: true, Default: booldefault.StaticBool(true), PlanModifiers: replaceBool,
 				MarkdownDescription: "In place: restore files. Default `true`."},

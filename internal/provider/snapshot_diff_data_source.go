@@ -7,6 +7,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/datasource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 )
 
@@ -48,8 +49,8 @@ func (d *SnapshotDiffDataSource) Schema(_ context.Context, _ datasource.SchemaRe
 		MarkdownDescription: "Compares two snapshots on the host that holds them: which files were added, removed or " +
 			"modified (content, mode or link target), and which env variables — by name only, values are secret.",
 		Attributes: map[string]schema.Attribute{
-			"from": schema.StringAttribute{Required: true, MarkdownDescription: "The earlier snapshot's id."},
-			"to":   schema.StringAttribute{Required: true, MarkdownDescription: "The later snapshot's id."},
+			"from": schema.StringAttribute{Required: true, Validators: []validator.String{idValidator("snapshot")}, MarkdownDescription: "The earlier snapshot's id."},
+			"to":   schema.StringAttribute{Required: true, Validators: []validator.String{idValidator("snapshot")}, MarkdownDescription: "The later snapshot's id."},
 			"host": schema.StringAttribute{Optional: true, Computed: true,
 				MarkdownDescription: "Host holding both snapshots. Default: found by asking the provider's hosts."},
 			"files_added":       list("Paths in `to` only."),

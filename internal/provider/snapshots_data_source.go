@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/datasource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/hosts"
@@ -59,7 +60,7 @@ func (d *SnapshotsDataSource) Schema(_ context.Context, _ datasource.SchemaReque
 		Attributes: map[string]schema.Attribute{
 			"host": schema.StringAttribute{Optional: true,
 				MarkdownDescription: "Only this host. Default: every host the provider declares (each must be reachable)."},
-			"sandbox_id": schema.StringAttribute{Optional: true, MarkdownDescription: "Only snapshots of this sandbox."},
+			"sandbox_id": schema.StringAttribute{Optional: true, Validators: []validator.String{idValidator("sandbox")}, MarkdownDescription: "Only snapshots of this sandbox."},
 			"name":       schema.StringAttribute{Optional: true, MarkdownDescription: "Only snapshots whose name contains this text."},
 			"snapshots": schema.ListAttribute{Computed: true, ElementType: snapshotItemType,
 				MarkdownDescription: "The snapshots: `id`, `host`, `name`, `description`, `sandbox_id`, `created_at`, `size_bytes`, `file_count`, `digest`, `metadata`."},

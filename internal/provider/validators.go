@@ -1,0 +1,36 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/checkpoint"
+)
+
+// idValidator checks, at plan time, an argument that names a sandbox or a
+// snapshot against the id grammar: a typo or an injection attempt such as
+// `x; touch /tmp/p` is an error in the plan, before anything reaches a host
+// (where it is refused again). Unknown values are checked when known.
+func idValidator(what string) validator.String { return idGrammarValidator{what: what} }
+
+type idGrammarValidator struct{ what string }
+
+func (v idGrammarValidator) Description(context.Context) string {
+	return fmt.Sprintf("must be a %s id: %s", v.what, checkpoint.IDGrammar)
+}
+
+func (v idGrammarValidator) MarkdownDescription(ctx context.Context) string {
+	return v.Description(ctx)
+}
+
+func (v idGrammarValidator) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
+		return
+	}
+	if id := req.ConfigValue.ValueString(); !checkpoint.IDPattern.MatchString(id) {
+		resp.Diagnostics.AddAttributeError(req.Path, "Invalid Id",
+			fmt.Sprintf("%q is not a %s id: ids are %s.", id, v.what, checkpoint.IDGrammar))
+	}
+}
