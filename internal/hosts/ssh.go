@@ -74,7 +74,7 @@ var _ Transport = (*SSH)(nil)
 // NewSSH validates cfg (keys are parsed now, so a bad key is reported before
 // any connection is tried) and returns an unconnected transport.
 func NewSSH(cfg SSHConfig) (*SSH, error) {
-	if _, err := clientConfig(cfg); err != nil {
+	if _, _, err := clientConfig(cfg); err != nil {
 		return nil, err
 	}
 	n := cfg.MaxSessions
@@ -185,10 +185,13 @@ func (s *SSH) Run(ctx context.Context, script string, stdin io.Reader, stdout io
 // dial connects to cfg.Address, through cfg.Bastion when set. It returns the
 // client and the bastion clients beneath it, outermost last.
 func dial(ctx context.Context, cfg SSHConfig) (*ssh.Client, []io.Closer, error) {
-	ccfg, err := clientConfig(cfg)
+	ccfg, agentSock, err := clientConfig(cfg)
 	if err != nil {
 		return nil, nil, err
 	}
+	// The agent signs during the handshake only: its socket is closed when
+	// dial returns, not left open for the life of the process.
+	defer agentSock.close()
 	timeout := cfg.DialTimeout
 	if timeout <= 0 {
 		timeout = DefaultDialTimeout
@@ -246,33 +249,37 @@ func closeAll(cs []io.Closer) {
 	}
 }
 
-func clientConfig(cfg SSHConfig) (*ssh.ClientConfig, error) {
+// clientConfig builds the handshake's configuration. With use_agent, the
+// returned agentConn opens the agent's socket when the handshake asks for
+// signers; the caller closes it once the handshake is over.
+func clientConfig(cfg SSHConfig) (*ssh.ClientConfig, *agentConn, error) {
 	if cfg.Address == "" {
-		return nil, fmt.Errorf("host %q: address is required for an SSH host", cfg.Name)
+		return nil, nil, fmt.Errorf("host %q: address is required for an SSH host", cfg.Name)
 	}
 	if _, _, err := net.SplitHostPort(cfg.Address); err != nil {
-		return nil, fmt.Errorf("host %q: address %q must be host:port: %w", cfg.Name, cfg.Address, err)
+		return nil, nil, fmt.Errorf("host %q: address %q must be host:port: %w", cfg.Name, cfg.Address, err)
 	}
 	if cfg.User == "" {
-		return nil, fmt.Errorf("host %q: user is required for an SSH host", cfg.Name)
+		return nil, nil, fmt.Errorf("host %q: user is required for an SSH host", cfg.Name)
 	}
 	var auths []ssh.AuthMethod
 	if len(cfg.PrivateKey) > 0 {
 		signer, err := ssh.ParsePrivateKey(cfg.PrivateKey)
 		if err != nil {
-			return nil, fmt.Errorf("host %q: unable to parse private key: %w", cfg.Name, err)
+			return nil, nil, fmt.Errorf("host %q: unable to parse private key: %w", cfg.Name, err)
 		}
 		auths = append(auths, ssh.PublicKeys(signer))
 	}
+	sock := &agentConn{}
 	if cfg.UseAgent {
-		auths = append(auths, ssh.PublicKeysCallback(agentSigners))
+		auths = append(auths, ssh.PublicKeysCallback(sock.signers))
 	}
 	if len(auths) == 0 {
-		return nil, fmt.Errorf("host %q: no authentication configured: set private_key, private_key_file or use_agent", cfg.Name)
+		return nil, nil, fmt.Errorf("host %q: no authentication configured: set private_key, private_key_file or use_agent", cfg.Name)
 	}
 	hostKeyCallback, algorithms, err := hostKeyVerifier(cfg)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	return &ssh.ClientConfig{
 		User:              cfg.User,
@@ -280,19 +287,38 @@ func clientConfig(cfg SSHConfig) (*ssh.ClientConfig, error) {
 		HostKeyCallback:   hostKeyCallback,
 		HostKeyAlgorithms: algorithms,
 		Timeout:           cfg.DialTimeout,
-	}, nil
+	}, sock, nil
 }
 
-func agentSigners() ([]ssh.Signer, error) {
+// agentConn is one handshake's connection to the SSH agent.
+type agentConn struct {
+	mu   sync.Mutex
+	conn net.Conn
+}
+
+func (a *agentConn) signers() ([]ssh.Signer, error) {
 	sock := os.Getenv("SSH_AUTH_SOCK")
 	if sock == "" {
 		return nil, errors.New("use_agent is set but SSH_AUTH_SOCK is empty")
 	}
-	conn, err := net.Dial("unix", sock)
-	if err != nil {
-		return nil, fmt.Errorf("unable to reach the SSH agent at %s: %w", sock, err)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.conn == nil {
+		conn, err := net.Dial("unix", sock)
+		if err != nil {
+			return nil, fmt.Errorf("unable to reach the SSH agent at %s: %w", sock, err)
+		}
+		a.conn = conn
 	}
-	// The connection must outlive this call: the agent signs during the
-	// handshake. It is closed when the process exits.
-	return agent.NewClient(conn).Signers()
+	return agent.NewClient(a.conn).Signers()
+}
+
+// close closes the agent connection, if the handshake opened one.
+func (a *agentConn) close() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.conn != nil {
+		_ = a.conn.Close()
+		a.conn = nil
+	}
 }
