@@ -35,6 +35,11 @@ func ParseManifest(id string, data []byte) (*Manifest, error) {
 	if err := json.Unmarshal(data, &m); err != nil {
 		return nil, fmt.Errorf("snapshot %s: manifest is corrupt: %w", id, err)
 	}
+	// A manifest renamed (or copied) to another snapshot's file name would
+	// otherwise stand in for that snapshot: its digest still checks out.
+	if m.ID != id {
+		return nil, fmt.Errorf("snapshot %s: manifest %s holds snapshot %q, not %s: refusing it", id, ManifestFile(id), m.ID, id)
+	}
 	if err := m.Check(); err != nil {
 		return nil, err
 	}
