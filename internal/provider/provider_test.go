@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/backends"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/testharness"
 )
 
@@ -34,11 +35,41 @@ type accHost struct {
 	rootDir  string // of host "harness"
 	rootDir2 string // of host "harness2", the second sshd
 	localDir string // of host "local"
+	// before are the compose networks and volumes that existed when the
+	// test began: a network or volume left without any container is
+	// found only by being new.
+	before map[string]bool
 }
 
 func newAccHost(t *testing.T) accHost {
 	t.Helper()
-	return accHost{rootDir: t.TempDir(), rootDir2: t.TempDir(), localDir: t.TempDir()}
+	h := accHost{rootDir: t.TempDir(), rootDir2: t.TempDir(), localDir: t.TempDir(), before: map[string]bool{}}
+	if _, err := exec.LookPath("docker"); err == nil {
+		for _, kind := range []string{"network", "volume"} {
+			for _, id := range composeObjects(t, kind) {
+				h.before[kind+" "+id] = true
+			}
+		}
+	}
+	return h
+}
+
+// composeObjects lists the docker networks or volumes of compose projects
+// named like a sandbox's (sbx-<id>). Docker not answering is an empty list.
+func composeObjects(t *testing.T, kind string) []string {
+	t.Helper()
+	out, err := exec.Command("docker", kind, "ls", "-q", "--filter", "label=com.docker.compose.project").Output()
+	if err != nil {
+		return nil
+	}
+	var ids []string
+	for _, id := range strings.Fields(string(out)) {
+		label, err := exec.Command("docker", kind, "inspect", "-f", `{{index .Labels "com.docker.compose.project"}}`, id).Output()
+		if err == nil && strings.HasPrefix(strings.TrimSpace(string(label)), "sbx-") {
+			ids = append(ids, id)
+		}
+	}
+	return ids
 }
 
 // providerConfig is a provider block with the harness sshd as host
@@ -110,14 +141,14 @@ func (h accHost) leftovers(t *testing.T) []string {
 			projects[filepath.Base(dir)] = true
 		}
 	}
+	// A network or volume of a sandbox's project: one of a project with a
+	// container under our roots, or one that is new since the test began
+	// (with no container left, nothing else ties it to this test; tests
+	// run one at a time).
 	for _, kind := range []string{"network", "volume"} {
-		out, err := exec.Command("docker", kind, "ls", "-q", "--filter", "label=com.docker.compose.project").Output()
-		if err != nil {
-			t.Fatalf("docker %s ls: %v", kind, err)
-		}
-		for _, id := range strings.Fields(string(out)) {
+		for _, id := range composeObjects(t, kind) {
 			label, _ := exec.Command("docker", kind, "inspect", "-f", `{{index .Labels "com.docker.compose.project"}}`, id).Output()
-			if projects[strings.TrimPrefix(strings.TrimSpace(string(label)), "sbx-")] {
+			if projects[strings.TrimPrefix(strings.TrimSpace(string(label)), "sbx-")] || !h.before[kind+" "+id] {
 				left = append(left, kind+" "+id)
 			}
 		}
@@ -151,4 +182,20 @@ provider "sandboxer" {
   }
 }
 `, name, sshd.Addr, testharness.Env(t, "SANDBOXER_TEST_SSH_USER"), testharness.Env(t, "SANDBOXER_TEST_SSH_KEY"), sshd.HostKey(), rootDir)
+}
+
+// leftovers finds a sandbox network left without any container: the
+// check every destroy test relies on cannot miss one.
+func TestLeftoversFindsAStrayNetwork(t *testing.T) {
+	testharness.RequireDocker(t)
+	h := newAccHost(t)
+	name := "sbx-stray" + backends.NewID()
+	if out, err := exec.Command("docker", "network", "create", "--label", "com.docker.compose.project="+name, name).CombinedOutput(); err != nil {
+		t.Fatalf("docker network create: %v %s", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("docker", "network", "rm", name).Run() })
+	left := strings.Join(h.leftovers(t), ",")
+	if !strings.Contains(left, "network ") {
+		t.Fatalf("a stray sandbox network was not found: %q", left)
+	}
 }
