@@ -40,6 +40,11 @@ type Sandbox struct {
 	CreatedAt       time.Time  `json:"created_at"`
 	ReadyAt         *time.Time `json:"ready_at,omitempty"`
 	ExpiresAt       *time.Time `json:"expires_at,omitempty"` // from the ttl; what a reaper acts on
+	// CreateDeadline is set while the sandbox is being created: a record
+	// still without ready_at after it passed belongs to a create that was
+	// abandoned (the provider killed, the connection lost for good), and
+	// the sandbox is stale: listed by the inventory, removed by the reaper.
+	CreateDeadline *time.Time `json:"create_deadline,omitempty"`
 	// TTL is the lifetime as the configuration wrote it ("2h", "120m"), so
 	// an import reads back the same string and plans clean.
 	TTL string `json:"ttl,omitempty"`
@@ -110,6 +115,12 @@ type Request struct {
 	// configuration wrote it (kept in the record).
 	TTL     time.Duration
 	TTLText string
+	// Started, when set, is called by Provision as soon as the sandbox
+	// exists on the host (its workspace made, nothing started yet), with
+	// its record as far as it is known; an error aborts the create. The
+	// registry writes the record there, so that a create interrupted from
+	// then on leaves a record naming what it made.
+	Started func(ctx context.Context, sb *Sandbox) error
 	// Metered, when set, charges the sandbox through the registry's ledger:
 	// a hold of QuoteUSD at create, the measured lifetime at teardown.
 	Metered *Metering

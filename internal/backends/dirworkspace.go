@@ -61,10 +61,18 @@ func (d DirWorkspace) Provision(ctx context.Context, req Request) (*Sandbox, err
 		Inputs: req.Inputs, Labels: req.Labels, WorkspaceDir: ws, SourceHash: req.SourceHash,
 		CreatedAt: d.Now().UTC(),
 	}
-	if err := PopulateWorkspace(ctx, req, ws); err != nil {
+	fail := func(err error) (*Sandbox, error) {
 		return nil, CleanUpAfter(ctx, err, req.Host, sb.ID, func(ctx context.Context) error {
 			return d.Teardown(ctx, req.Host, sb)
 		})
+	}
+	if req.Started != nil {
+		if err := req.Started(ctx, sb); err != nil {
+			return fail(err)
+		}
+	}
+	if err := PopulateWorkspace(ctx, req, ws); err != nil {
+		return fail(err)
 	}
 	return sb, nil
 }

@@ -38,8 +38,9 @@ type SandboxInfo struct {
 	Sandbox *Sandbox
 	Status  Status
 	Expired bool
-	// Stale: expired, or half-dead — a workspace without its services, or
-	// services without their workspace.
+	// Stale: expired, half-dead (a workspace without its services, or
+	// services without their workspace), or abandoned: never ready, and its
+	// create deadline has passed.
 	Stale bool
 }
 
@@ -142,7 +143,10 @@ func (r *Registry) Sandboxes(ctx context.Context, h *hosts.Host) ([]SandboxInfo,
 		} else if info.Status, err = ext.Inspect(ctx, h, &sb); err != nil {
 			return nil, err
 		}
-		info.Stale = info.Expired || info.Status.State == StatusMissing || info.Status.State == StatusStopped
+		// At whole seconds, as the reaper compares it: stale here means
+		// the reaper removes it when it runs.
+		abandoned := sb.ReadyAt == nil && sb.CreateDeadline != nil && now.Truncate(time.Second).After(*sb.CreateDeadline)
+		info.Stale = info.Expired || abandoned || info.Status.State == StatusMissing || info.Status.State == StatusStopped
 		list = append(list, info)
 	}
 	return list, nil

@@ -1,6 +1,7 @@
 #!/bin/sh
-# sandboxer-reaper v2
-# Tears down the sandboxes of one root directory whose expiry has passed,
+# sandboxer-reaper v3
+# Tears down the sandboxes of one root directory whose expiry has passed, and
+# those whose create was abandoned (never ready, create deadline passed),
 # using the record each sandbox leaves in <root>/.sandboxer/sandboxes. Runs
 # from cron, or by hand: `sh reaper.sh [ROOT]`; prints one line per sandbox
 # it removed. Touches nothing without a record: no record, no action.
@@ -22,6 +23,8 @@ for rec in "$root"/.sandboxer/sandboxes/*.json; do
 	[ -f "$rec" ] || continue
 	id=$(field id "$rec")
 	exp=$(field expires_at "$rec")
+	ready=$(field ready_at "$rec")
+	deadline=$(field create_deadline "$rec")
 	ws=$(field workspace_dir "$rec")
 	project=$(field compose_project "$rec")
 	ext=$(field extension "$rec")
@@ -45,6 +48,15 @@ for rec in "$root"/.sandboxer/sandboxes/*.json; do
 	if [ -z "$ok" ]; then
 		echo "skipped $id: record $rec names workspace $ws outside its root directory" >&2
 		continue
+	fi
+	# Due at its expiry; a create never finished is due at its deadline.
+	# (Times are UTC RFC 3339; their first 19 characters sort as times.)
+	why="expired $exp"
+	if [ -z "$ready" ] && [ -n "$deadline" ]; then
+		d=$(printf '%s' "$deadline" | cut -c1-19)
+		if [ -z "$exp" ] || [ "$(printf '%s\n%s\n' "$d" "$(printf '%s' "$exp" | cut -c1-19)" | sort | head -n 1)" = "$d" ]; then
+			exp=$deadline why="abandoned create, deadline $deadline"
+		fi
 	fi
 	[ -n "$exp" ] || continue # no ttl: never reaped
 	exp=$(printf '%s' "$exp" | cut -c1-19)
@@ -72,5 +84,5 @@ for rec in "$root"/.sandboxer/sandboxes/*.json; do
 	# Its network subnets' reservation (composessh/networks.go), now free.
 	rm -f -- "$root/.sandboxer/networks/$id.yml"
 	rm -f -- "$rec" # last: a reaper that dies midway retries next run
-	echo "reaped $id (expired $exp)"
+	echo "reaped $id ($why)"
 done

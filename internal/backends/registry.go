@@ -54,6 +54,10 @@ func (r *Registry) Extension(name string) (Extension, error) {
 // something of the sandbox may remain on the host.
 var ErrCleanupFailed = errors.New("cleanup after the failure also failed")
 
+// defaultCreateDeadline is a create's deadline in the host record when its
+// context has none.
+const defaultCreateDeadline = 30 * time.Minute
+
 // cleanupTimeout bounds the teardown that follows a failed create, which
 // runs even when the create's own context has ended.
 const cleanupTimeout = 2 * time.Minute
@@ -128,8 +132,27 @@ func (r *Registry) create(ctx context.Context, ext Extension, req Request) (*San
 			return nil, err
 		}
 	}
+	// The record is written as soon as Provision has made something, with
+	// the create's deadline: should this process die before the sandbox is
+	// ready, the host still knows what is there and when to give up on it.
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		deadline = r.now().Add(defaultCreateDeadline)
+	}
+	deadline = deadline.UTC().Truncate(time.Second).Add(time.Second)
+	started := false
+	req.Started = func(ctx context.Context, sb *Sandbox) error {
+		started = true
+		sb.CreateDeadline = &deadline
+		return writeRecord(ctx, req.Host, sb)
+	}
 	sb, err := ext.Provision(ctx, req)
 	if err != nil {
+		// Provision cleaned up what it made; the record goes too. When its
+		// cleanup failed, the record stays: it names what remains.
+		if started && !errors.Is(err, ErrCleanupFailed) {
+			err = CleanUpAfter(ctx, err, req.Host, req.ID, func(ctx context.Context) error { return removeRecord(ctx, req.Host, req.ID) })
+		}
 		return nil, err
 	}
 	if req.TTL > 0 {
@@ -152,7 +175,7 @@ func (r *Registry) create(ctx context.Context, ext Extension, req Request) (*San
 		return fail(err)
 	}
 	ready := r.now().UTC()
-	sb.ReadyAt = &ready
+	sb.ReadyAt, sb.CreateDeadline = &ready, nil
 	if err := writeRecord(ctx, req.Host, sb); err != nil {
 		return fail(err)
 	}

@@ -220,6 +220,11 @@ func (e *Extension) Provision(ctx context.Context, req backends.Request) (*backe
 			return e.Teardown(ctx, req.Host, sb)
 		})
 	}
+	if req.Started != nil {
+		if err := req.Started(ctx, sb); err != nil {
+			return fail(err)
+		}
+	}
 	if err := backends.PopulateWorkspace(ctx, req, ws); err != nil {
 		return fail(err)
 	}
