@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/catalog"
@@ -157,10 +158,15 @@ func (r *Registry) Snapshot(ctx context.Context, h *hosts.Host, req SnapshotRequ
 			}
 		}()
 	}
-	return r.agent.Snapshot(ctx, h, sb.WorkspaceDir, checkpoint.CaptureOptions{
+	summary, err = r.agent.Snapshot(ctx, h, sb.WorkspaceDir, checkpoint.CaptureOptions{
 		ID: req.ID, Name: req.Name, Description: req.Description, SandboxID: sb.ID, Profile: sb.Profile,
 		Metadata: req.Metadata, Filter: req.Filter, IncludeEnv: req.IncludeEnv, Limits: snapshotLimits(req.Profile), Now: r.now().UTC(),
 	})
+	if err != nil && strings.Contains(err.Error(), "no space left on device") {
+		err = fmt.Errorf("snapshot %s: the disk of host %q holding %s is full: free space there, or delete snapshots "+
+			"(nothing of this snapshot was kept; earlier snapshots are intact)\n\n%w", req.ID, h.Host(), h.RootDir, err)
+	}
+	return summary, err
 }
 
 // RestoreInPlace writes a snapshot into an existing sandbox: its services
