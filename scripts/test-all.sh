@@ -5,7 +5,8 @@
 # compose v2 (cached), then runs the unit and backend tests, the acceptance
 # tests once with each CLI (compose v2, the host's default), the compose
 # tests again on compose v1, the README's example as written, and the
-# ci-sandbox module's `terraform test` and `tofu test`.
+# ci-sandbox module's `terraform test` and `tofu test`; and a short run of
+# every fuzz target.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -26,6 +27,9 @@ unset SANDBOXER_COMPOSE_CMD
 
 echo "== unit and backend tests (compose: $(docker compose version --short))"
 go test -p 1 -count=1 ./...
+
+echo "== fuzz targets, briefly (seeded; scripts/fuzz.sh)"
+FUZZTIME=10s bash scripts/fuzz.sh
 
 echo "== acceptance tests with Terraform ($TF_ACC_TERRAFORM_PATH)"
 TF_ACC=1 go test -p 1 -count=1 -timeout 30m ./internal/provider/...

@@ -2,6 +2,7 @@ package backends
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -52,7 +53,7 @@ func (d DirWorkspace) Validate(p *catalog.Profile, inputs map[string]string) err
 }
 
 func (d DirWorkspace) Provision(ctx context.Context, req Request) (*Sandbox, error) {
-	ws, err := MakeWorkspace(ctx, req.Host, dirWorkspaceBase(req.Profile, req.Host), DirWorkspaceName(req.ID))
+	ws, err := WorkspaceDir(ctx, req.Host, dirWorkspaceBase(req.Profile, req.Host), DirWorkspaceName(req.ID))
 	if err != nil {
 		return nil, err
 	}
@@ -61,18 +62,17 @@ func (d DirWorkspace) Provision(ctx context.Context, req Request) (*Sandbox, err
 		Inputs: req.Inputs, Labels: req.Labels, WorkspaceDir: ws, SourceHash: req.SourceHash,
 		CreatedAt: d.Now().UTC(),
 	}
-	fail := func(err error) (*Sandbox, error) {
+	if req.Started != nil {
+		if err := req.Started(ctx, sb); err != nil {
+			return nil, err
+		}
+	}
+	if err := MakeWorkspace(ctx, req, ws); errors.Is(err, ErrWorkspaceExists) {
+		return nil, err // not this sandbox's: nothing of it is removed
+	} else if err != nil {
 		return nil, CleanUpAfter(ctx, err, req.Host, sb.ID, func(ctx context.Context) error {
 			return d.Teardown(ctx, req.Host, sb)
 		})
-	}
-	if req.Started != nil {
-		if err := req.Started(ctx, sb); err != nil {
-			return fail(err)
-		}
-	}
-	if err := PopulateWorkspace(ctx, req, ws); err != nil {
-		return fail(err)
 	}
 	return sb, nil
 }

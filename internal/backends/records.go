@@ -119,6 +119,10 @@ func workspaceAllowed(ws, root, id string, vmPacker bool) error {
 	return nil
 }
 
+// removeRecord removes a record and what interrupted writes of it left
+// beside it (hosts.Upload writes through <record>.tmp.<random>, removed
+// only when the write ends: a connection lost midway leaves it).
 func removeRecord(ctx context.Context, h *hosts.Host, id string) error {
-	return h.Run(ctx, "rm -f -- "+hosts.Quote(recordPath(h, id)), nil, nil)
+	p := hosts.Quote(recordPath(h, id))
+	return h.Run(ctx, "rm -f -- "+p+"; rm -rf -- "+p+".tmp.*", nil, nil)
 }

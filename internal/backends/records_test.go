@@ -218,8 +218,11 @@ func TestRecordsUnderARelativeRoot(t *testing.T) {
 	h.RootDir = rel
 	reg := NewRegistry(&spyExtension{name: "ext.compose-ssh"})
 	id := NewID()
-	ws, err := MakeWorkspace(ctx, h, h.RootDir, id)
+	ws, err := WorkspaceDir(ctx, h, h.RootDir, id)
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := MakeWorkspace(ctx, Request{ID: id, Host: h}, ws); err != nil {
 		t.Fatal(err)
 	}
 	if err := writeRecord(ctx, h, &Sandbox{ID: id, Extension: "ext.compose-ssh", WorkspaceDir: ws}); err != nil {

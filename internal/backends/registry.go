@@ -219,7 +219,9 @@ func (r *Registry) Destroy(ctx context.Context, h *hosts.Host, id string) error 
 	}
 	sb, err := readRecord(ctx, h, id)
 	if errors.Is(err, ErrNotFound) {
-		return nil
+		// Gone; but a create cut off while writing its record may have
+		// left the write's temporary files.
+		return removeRecord(ctx, h, id)
 	}
 	if err != nil {
 		return err

@@ -2,7 +2,9 @@ package backends
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"path"
 	"regexp"
 	"sort"
@@ -14,26 +16,43 @@ import (
 // Helpers every directory-based extension shares: create an isolated
 // workspace, fill it, and remove it again.
 
-// MakeWorkspace creates base/name on the host, refusing one that already
-// exists (ids are fresh, so an existing directory is someone else's), and
-// returns its absolute path.
-func MakeWorkspace(ctx context.Context, h *hosts.Host, base, name string) (string, error) {
-	out, err := hosts.Output(ctx, h, fmt.Sprintf("set -e; mkdir -p -- %s; cd -- %[1]s; mkdir -- %s; cd -- %[2]s; pwd -P",
-		hosts.Quote(base), hosts.Quote(name)))
+// WorkspaceDir is the path a new workspace base/name will have: base is
+// created if missing and resolved on the host (absolute, no symlinks), and
+// nothing of the sandbox is made. Knowing it first lets the host record be
+// written before the workspace exists, so that nothing a create makes is
+// ever unrecorded.
+func WorkspaceDir(ctx context.Context, h *hosts.Host, base, name string) (string, error) {
+	out, err := hosts.Output(ctx, h, fmt.Sprintf("mkdir -p -- %[1]s && cd -- %[1]s && pwd -P", hosts.Quote(base)))
 	if err != nil {
-		return "", fmt.Errorf("unable to create workspace %s/%s: %w", base, name, err)
+		return "", fmt.Errorf("unable to create the directory %s for workspaces: %w", base, err)
 	}
-	return strings.TrimSpace(string(out)), nil
+	return strings.TrimSuffix(strings.TrimSpace(string(out)), "/") + "/" + name, nil
 }
 
-// PopulateWorkspace fills a new workspace before anything starts in it:
-// the local repo directory (if any) is copied in, env (if any) is written as
-// ws/.env readable by the owner only, then req.Fill (a restore) runs.
-func PopulateWorkspace(ctx context.Context, req Request, ws string) error {
-	if repo := req.Inputs["repo"]; repo != "" {
-		if err := hosts.CopyDir(ctx, req.Host, repo, ws); err != nil {
-			return fmt.Errorf("unable to copy %s into the workspace: %w", repo, err)
+// ErrWorkspaceExists is a new workspace's directory found existing: ids
+// are fresh, so it is someone else's, and a create removes nothing of it.
+var ErrWorkspaceExists = errors.New("the workspace directory exists already")
+
+// MakeWorkspace creates the workspace ws (a WorkspaceDir) and fills it
+// before anything starts in it: the local repo directory (if any) is copied
+// in by the same command, env (if any) is written as ws/.env readable by
+// the owner only, then req.Fill (a restore) runs.
+func MakeWorkspace(ctx context.Context, req Request, ws string) error {
+	repo := req.Inputs["repo"]
+	guard := ""
+	if req.Started != nil {
+		// Made only while the record written by Started exists: a command
+		// that outlives its connection (killed client, lost network) and
+		// runs late cannot make a workspace after a teardown removed it.
+		guard = recordPath(req.Host, req.ID)
+	}
+	if err := hosts.MakeDir(ctx, req.Host, ws, repo, guard); errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("unable to create workspace %s: %w", ws, ErrWorkspaceExists)
+	} else if err != nil {
+		if repo != "" {
+			return fmt.Errorf("unable to create workspace %s from %s: %w", ws, repo, err)
 		}
+		return fmt.Errorf("unable to create workspace %s: %w", ws, err)
 	}
 	if len(req.Env) > 0 {
 		if err := hosts.WriteFile(ctx, req.Host, ws+"/.env", []byte(DotEnv(req.Env)), 0o600); err != nil {

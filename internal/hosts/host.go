@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -127,12 +128,49 @@ func uploadShell(ctx context.Context, t Transport, path string, r io.Reader, mod
 // missing) as a tar stream over the transport: one command, no extra
 // connection. Symlinks are copied as links.
 func CopyDir(ctx context.Context, t Transport, src, dir string) error {
+	return copyDir(ctx, t, src, fmt.Sprintf("mkdir -p -- %[1]s && tar -x -f - --no-same-owner -C %[1]s", Quote(dir)))
+}
+
+// existsExit is the exit code of MakeDir's script when dir exists.
+const existsExit = 45
+
+// guardMissingExit is the exit code of MakeDir's script when its guard
+// file is missing.
+const guardMissingExit = 46
+
+// MakeDir creates dir on the host, whose parent must exist, and copies the
+// local directory src (when not "") into it, in one command. A dir that
+// exists already is fs.ErrExist, and nothing is written into it. With a
+// guard file, dir is made only while that file exists (fs.ErrNotExist).
+func MakeDir(ctx context.Context, t Transport, dir, src, guard string) error {
+	script := fmt.Sprintf("if [ -e %[1]s ] || [ -L %[1]s ]; then exit %[2]d; fi; mkdir -- %[1]s", Quote(dir), existsExit)
+	if guard != "" {
+		script = fmt.Sprintf("[ -f %s ] || exit %d; ", Quote(guard), guardMissingExit) + script
+	}
+	var err error
+	if src == "" {
+		err = t.Run(ctx, script, nil, nil)
+	} else {
+		err = copyDir(ctx, t, src, script+" && tar -x -f - --no-same-owner -C "+Quote(dir))
+	}
+	if IsExitCode(err, existsExit) {
+		return fmt.Errorf("%s: %w", dir, fs.ErrExist)
+	}
+	if IsExitCode(err, guardMissingExit) {
+		return fmt.Errorf("%s: not made, %s is gone: %w", dir, guard, fs.ErrNotExist)
+	}
+	return err
+}
+
+// copyDir runs script with a tar stream of the local directory src as its
+// standard input.
+func copyDir(ctx context.Context, t Transport, src, script string) error {
 	if st, err := os.Stat(src); err != nil || !st.IsDir() {
 		return fmt.Errorf("local directory %s is not readable: %v", src, err)
 	}
 	pr, pw := io.Pipe()
 	go func() { pw.CloseWithError(localdir.WriteTar(pw, src)) }()
-	err := t.Run(ctx, fmt.Sprintf("mkdir -p -- %[1]s && tar -x -f - --no-same-owner -C %[1]s", Quote(dir)), pr, nil)
+	err := t.Run(ctx, script, pr, nil)
 	_ = pr.CloseWithError(io.ErrClosedPipe) // unblock the writer if the command ended early
 	return err
 }

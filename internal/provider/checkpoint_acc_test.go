@@ -162,7 +162,7 @@ data "sandboxer_snapshots" "mine" {
 			{
 				PreConfig: func() {
 					writeFile(t, ws, "app/state.txt", "BROKEN\n")
-					os.Remove(filepath.Join(ws, "app", "data.bin"))
+					must(t, os.Remove(filepath.Join(ws, "app", "data.bin")))
 					writeFile(t, ws, "app/junk.txt", "junk\n")
 					writeFile(t, ws, ".env", "TOKEN=two\nMODE=dev\n")
 				},
@@ -217,7 +217,7 @@ data "sandboxer_snapshots" "mine" {
 				PreConfig: func() {
 					found, _ := filepath.Glob(filepath.Join(h.rootDir2, ".sandboxer", "store", "snapshots", "*.json"))
 					for _, f := range found {
-						os.Remove(f)
+						must(t, os.Remove(f))
 					}
 				},
 				Config: h.providerConfig(t) + sandbox + good + broken + clone,
@@ -308,7 +308,7 @@ resource "sandboxer_snapshot" "bad" {
 					for _, o := range objects {
 						data, _ := os.ReadFile(o)
 						if string(data) == "original b\n" {
-							os.WriteFile(o, []byte("tampered b\n"), 0o600)
+							must(t, os.WriteFile(o, []byte("tampered b\n"), 0o600))
 						}
 					}
 					writeFile(t, ws, "a.txt", "changed a\n")
@@ -326,7 +326,7 @@ resource "sandboxer_snapshot" "bad" {
 					objects, _ := filepath.Glob(filepath.Join(h.rootDir, ".sandboxer", "store", "objects", "*", "*"))
 					for _, o := range objects {
 						if data, _ := os.ReadFile(o); string(data) == "tampered b\n" {
-							os.WriteFile(o, []byte("original b\n"), 0o600)
+							must(t, os.WriteFile(o, []byte("original b\n"), 0o600))
 						}
 					}
 					if err := fileIs(ws, "a.txt", "changed a\n"); err != nil {

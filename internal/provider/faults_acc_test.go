@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
@@ -136,5 +138,66 @@ data "sandboxer_host_inventory" "h" {
 				return nil
 			},
 		}},
+	})
+}
+
+// sshd killed during an apply of several compose sandboxes, then back: the
+// apply fails, nothing is forgotten (a create whose cleanup could not reach
+// the host is kept tainted), the next apply converges, and destroy leaves
+// nothing on the host.
+func TestAccSandbox_sshdKilledMidApply(t *testing.T) {
+	testAccPreCheck(t)
+	testharness.RequireDocker(t)
+	sshd := testharness.StartPrivateSSHD(t)
+	h := newAccHost(t)
+	repo := testharness.ComposeRepo(t, testharness.Image(t), "web")
+	config := privateSSHDConfig(t, sshd, "flaky", h.rootDir) + fmt.Sprintf(`
+resource "sandboxer_sandbox" "s" {
+  count   = 4
+  profile = "profile.compose-e2e"
+  host    = "flaky"
+  inputs  = { repo = %q }
+}
+`, repo)
+	killed := make(chan struct{})
+	resource.Test(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProviders,
+		CheckDestroy:             h.checkNothingLeft(t),
+		Steps: []resource.TestStep{
+			{
+				// Killed as soon as the first sandbox exists on the host.
+				PreConfig: func() {
+					go func() {
+						defer close(killed)
+						deadline := time.Now().Add(2 * time.Minute)
+						for time.Now().Before(deadline) {
+							if found, _ := filepath.Glob(filepath.Join(h.rootDir, ".sandboxer", "sandboxes", "*.json")); len(found) > 0 {
+								sshd.Stop()
+								return
+							}
+							time.Sleep(20 * time.Millisecond)
+						}
+					}()
+				},
+				Config:      config,
+				ExpectError: wrapped(`Unable to Create Sandbox[\s\S]*flaky`),
+			},
+			{
+				PreConfig: func() {
+					<-killed
+					sshd.Start()
+				},
+				Config: config,
+				Check: func(s *terraform.State) error {
+					for i := range 4 {
+						if st := stateAttr(s, fmt.Sprintf("sandboxer_sandbox.s.%d", i), "status"); st != "ready" {
+							return fmt.Errorf("sandbox %d is %q after the second apply", i, st)
+						}
+					}
+					return nil
+				},
+			},
+		},
 	})
 }

@@ -112,7 +112,9 @@ func (d *HostInventoryDataSource) Schema(_ context.Context, _ datasource.SchemaR
 			"sandboxes": schema.ListAttribute{Computed: true, ElementType: inventorySandboxType,
 				MarkdownDescription: "Sandboxes recorded on the host: `id`, `profile`, `extension`, `status`, `created_at`, `expires_at`, `expired`, `stale`."},
 			"stale_sandbox_ids": schema.ListAttribute{Computed: true, ElementType: types.StringType,
-				MarkdownDescription: "Expired sandboxes, and half-dead ones: a workspace without its services, or services without their workspace."},
+				MarkdownDescription: "Expired sandboxes, half-dead ones (a workspace without its services, or services without their workspace), and " +
+					"abandoned ones: a create that never finished (the provider killed, the host unreachable for good) once its create deadline has passed. " +
+					"The host's reaper removes expired and abandoned ones."},
 			"store_bytes":          i64("Size of the host's checkpoint store."),
 			"store_snapshot_count": i64("Snapshots in it."),
 			"reaper_installed":     boolean("The TTL reaper's script is installed under `root_dir/.sandboxer/bin` (see the host's `reaper` argument)."),

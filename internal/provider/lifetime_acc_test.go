@@ -171,8 +171,8 @@ func TestAccInventory_canaryAndUnreachable(t *testing.T) {
 	h := newAccHost(t)
 	dir := t.TempDir()
 	canary := func(image string) {
-		os.WriteFile(filepath.Join(dir, "profile.sandbox-canary.yaml"), []byte(fmt.Sprintf(
-			"name: profile.sandbox-canary\nversion: \"1\"\nextension: ext.compose-ssh\nsettings:\n  image: %s\n", image)), 0o644)
+		must(t, os.WriteFile(filepath.Join(dir, "profile.sandbox-canary.yaml"), []byte(fmt.Sprintf(
+			"name: profile.sandbox-canary\nversion: \"1\"\nextension: ext.compose-ssh\nsettings:\n  image: %s\n", image)), 0o644))
 	}
 	config := h.providerWith(t, fmt.Sprintf("  profiles_dir = %q", dir)) + `
 data "sandboxer_host_inventory" "canary" {
@@ -251,7 +251,12 @@ func (e *eventSink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var ev events.Event
-	json.Unmarshal(body, &ev)
+	if err := json.Unmarshal(body, &ev); err != nil {
+		// A signed body that is not an event: the provider sent garbage.
+		e.badSigns++
+		w.WriteHeader(http.StatusBadRequest)
+		return
+	}
 	e.got = append(e.got, ev)
 }
 
@@ -300,7 +305,7 @@ resource "sandboxer_sandbox" "ws" {
 				}
 			}
 			if sink.badSigns > 0 {
-				return fmt.Errorf("%d events with a bad signature", sink.badSigns)
+				return fmt.Errorf("%d events rejected (bad signature or not an event)", sink.badSigns)
 			}
 			return nil
 		},

@@ -37,7 +37,7 @@ func (d *providerData) searchOrder() []*hosts.Host {
 
 // locate returns the host named hint, or the first host where found says
 // yes. found returns a not-found error (checked with notFound) for "no".
-func (d *providerData) locate(ctx context.Context, what, hint string, found func(*hosts.Host) error, notFound error) (*hosts.Host, error) {
+func (d *providerData) locate(what, hint string, found func(*hosts.Host) error, notFound error) (*hosts.Host, error) {
 	if hint != "" {
 		h, err := d.host(hint)
 		if err != nil {
@@ -72,7 +72,7 @@ func (d *providerData) locate(ctx context.Context, what, hint string, found func
 // locateSandbox finds the host holding sandbox id.
 func (d *providerData) locateSandbox(ctx context.Context, id, hint string) (*hosts.Host, *backends.Sandbox, error) {
 	var sb *backends.Sandbox
-	h, err := d.locate(ctx, fmt.Sprintf("sandbox %s", id), hint, func(h *hosts.Host) error {
+	h, err := d.locate(fmt.Sprintf("sandbox %s", id), hint, func(h *hosts.Host) error {
 		var err error
 		sb, err = d.registry.Sandbox(ctx, h, id)
 		return err
@@ -83,7 +83,7 @@ func (d *providerData) locateSandbox(ctx context.Context, id, hint string) (*hos
 // locateSnapshot finds the host holding snapshot id.
 func (d *providerData) locateSnapshot(ctx context.Context, id, hint string) (*hosts.Host, checkpoint.Summary, error) {
 	var s checkpoint.Summary
-	h, err := d.locate(ctx, fmt.Sprintf("snapshot %s", id), hint, func(h *hosts.Host) error {
+	h, err := d.locate(fmt.Sprintf("snapshot %s", id), hint, func(h *hosts.Host) error {
 		var err error
 		s, err = d.registry.GetSnapshot(ctx, h, id)
 		return err

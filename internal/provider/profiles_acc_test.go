@@ -86,7 +86,7 @@ func TestAccProfile_userFilesAndVMAttach(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(base, "toolchain.txt"), []byte("ghc\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	os.WriteFile(filepath.Join(dir, "profile.vm-test.yaml"), []byte(fmt.Sprintf(`name: profile.vm-test
+	must(t, os.WriteFile(filepath.Join(dir, "profile.vm-test.yaml"), []byte(fmt.Sprintf(`name: profile.vm-test
 version: "2.1.0"
 description: test VM build workspace
 extension: ext.vm-packer
@@ -94,8 +94,8 @@ placement: [harness]
 ttl: 45m
 settings:
   workspace_base: %s
-`, base)), 0o644)
-	os.WriteFile(filepath.Join(dir, "profile.workspace.yaml"), []byte("name: profile.workspace\nversion: \"9.9.9\"\nextension: ext.vm-packer\n"), 0o644)
+`, base)), 0o644))
+	must(t, os.WriteFile(filepath.Join(dir, "profile.workspace.yaml"), []byte("name: profile.workspace\nversion: \"9.9.9\"\nextension: ext.vm-packer\n"), 0o644))
 	config := h.providerWith(t, fmt.Sprintf("  profiles_dir = %q", dir)) + `
 data "sandboxer_profile" "ws" {
   name = "profile.workspace"
@@ -140,13 +140,13 @@ resource "sandboxer_sandbox" "build" {
 			},
 			{
 				PreConfig: func() {
-					os.WriteFile(filepath.Join(dir, "profile.broken.yaml"), []byte("name: profile.broken\nextension: ext.vm-packer\nttl: forever\n"), 0o644)
+					must(t, os.WriteFile(filepath.Join(dir, "profile.broken.yaml"), []byte("name: profile.broken\nextension: ext.vm-packer\nttl: forever\n"), 0o644))
 				},
 				Config:      config,
 				ExpectError: wrapped(`Unable to Load Profiles[\s\S]*profile\.broken\.yaml[\s\S]*field ttl`),
 			},
 			{
-				PreConfig: func() { os.Remove(filepath.Join(dir, "profile.broken.yaml")) },
+				PreConfig: func() { must(t, os.Remove(filepath.Join(dir, "profile.broken.yaml"))) },
 				Config:    config,
 			},
 		},
@@ -278,8 +278,8 @@ resource "sandboxer_sandbox" "saas" {
 				// Gone without a destroy (as when reaped): the next refresh
 				// debits its quote (2.00 for 4h) and the plan re-creates it.
 				PreConfig: func() {
-					os.Remove(filepath.Join(h.localDir, ".sandboxer", "sandboxes", id+".json"))
-					os.RemoveAll(filepath.Join(h.localDir, "sbx-"+id))
+					must(t, os.Remove(filepath.Join(h.localDir, ".sandboxer", "sandboxes", id+".json")))
+					must(t, os.RemoveAll(filepath.Join(h.localDir, "sbx-"+id)))
 				},
 				Config: config("4h"),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{

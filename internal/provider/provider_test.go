@@ -199,3 +199,12 @@ func TestLeftoversFindsAStrayNetwork(t *testing.T) {
 		t.Fatalf("a stray sandbox network was not found: %q", left)
 	}
 }
+
+// must fails the test on err: for setup and fixture steps whose failure
+// would make the test check something else than it says.
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}

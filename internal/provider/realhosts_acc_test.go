@@ -151,7 +151,11 @@ resource "sandboxer_sandbox" "app" {
 					if err != nil {
 						return err
 					}
-					if owner := st.Sys().(*syscall.Stat_t).Uid; int(owner) != uid {
+					sys, ok := st.Sys().(*syscall.Stat_t)
+					if !ok {
+						return fmt.Errorf("no owner information for %s on this OS", ws)
+					}
+					if owner := sys.Uid; int(owner) != uid {
 						return fmt.Errorf("workspace %s is owned by uid %d, not %s's %d", ws, owner, name, uid)
 					}
 					return nil

@@ -426,7 +426,7 @@ func (r *SandboxResource) Read(ctx context.Context, req resource.ReadRequest, re
 	sb, st, err := r.data.registry.Refresh(ctx, h, state.ID.ValueString())
 	if errors.Is(err, backends.ErrNotFound) {
 		tflog.Warn(ctx, "sandbox is gone from its host; removing it from state", map[string]any{"host": h.Host(), "sandbox_id": state.ID.ValueString()})
-		r.settleVanished(ctx, &state, &resp.Diagnostics)
+		r.settleVanished(&state, &resp.Diagnostics)
 		resp.State.RemoveResource(ctx)
 		return
 	}
@@ -442,7 +442,7 @@ func (r *SandboxResource) Read(ctx context.Context, req resource.ReadRequest, re
 // destroy (reaped at expiry, or removed by hand): its hold is turned into a
 // debit of the quote, the cost of the lifetime it was created for. The
 // ledger charges a sandbox once, however often this runs.
-func (r *SandboxResource) settleVanished(ctx context.Context, state *sandboxModel, diags *diag.Diagnostics) {
+func (r *SandboxResource) settleVanished(state *sandboxModel, diags *diag.Diagnostics) {
 	if state.EstimatedCostUSD.IsNull() {
 		return
 	}
@@ -537,7 +537,7 @@ const privateAdoptEnv = "adopt_env"
 func envChangeReplaces(ctx context.Context, req planmodifier.MapRequest, resp *mapplanmodifier.RequiresReplaceIfFuncResponse) {
 	adopt, diags := req.Private.GetKey(ctx, privateAdoptEnv)
 	resp.Diagnostics.Append(diags...)
-	resp.RequiresReplace = !(req.StateValue.IsNull() && string(adopt) == "true")
+	resp.RequiresReplace = !req.StateValue.IsNull() || string(adopt) != "true"
 }
 
 // ValidateConfig names the CLI versions write-only values need: older ones

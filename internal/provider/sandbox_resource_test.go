@@ -115,7 +115,7 @@ resource "sandboxer_sandbox" "ws" {
 					}
 					records, _ := filepath.Glob(filepath.Join(h.localDir, ".sandboxer", "sandboxes", "*"))
 					for _, r := range records {
-						os.Remove(r)
+						must(t, os.Remove(r))
 					}
 				},
 				Config: config("platform"),
@@ -134,7 +134,7 @@ func TestAccSandbox_composeOverSSH(t *testing.T) {
 	// Declared out of name order: services are listed by name whatever
 	// order compose (v1 or v2) reports them in.
 	repo := testharness.ComposeRepo(t, testharness.Image(t), "worker", "web")
-	const secret = "s3cr3t-7f2b9c; rm -rf /"
+	const secret = "s3cr3t-7f2b9c; rm -rf /" //nolint:gosec // G101: a made-up value the test looks for in state
 	config := h.providerConfig(t) + fmt.Sprintf(`
 resource "sandboxer_sandbox" "stack" {
   profile = "profile.compose-e2e"

@@ -17,7 +17,10 @@ func configWith(t *testing.T, set map[string]tftypes.Value) tfsdk.Config {
 	ctx := context.Background()
 	var sresp resource.SchemaResponse
 	(&SandboxResource{}).Schema(ctx, resource.SchemaRequest{}, &sresp)
-	typ := sresp.Schema.Type().TerraformType(ctx).(tftypes.Object)
+	typ, ok := sresp.Schema.Type().TerraformType(ctx).(tftypes.Object)
+	if !ok {
+		t.Fatalf("the sandbox schema's type is %T, not an object", sresp.Schema.Type().TerraformType(ctx))
+	}
 	vals := map[string]tftypes.Value{}
 	for name, at := range typ.AttributeTypes {
 		vals[name] = tftypes.NewValue(at, nil)

@@ -205,7 +205,7 @@ func (e *Extension) Provision(ctx context.Context, req backends.Request) (*backe
 	if err != nil {
 		return nil, err
 	}
-	ws, err := backends.MakeWorkspace(ctx, req.Host, req.Host.RootDir, req.ID)
+	ws, err := backends.WorkspaceDir(ctx, req.Host, req.Host.RootDir, req.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -220,12 +220,16 @@ func (e *Extension) Provision(ctx context.Context, req backends.Request) (*backe
 			return e.Teardown(ctx, req.Host, sb)
 		})
 	}
+	// Recorded before anything is made: a create cut off at any later
+	// point leaves a record naming what there is to remove.
 	if req.Started != nil {
 		if err := req.Started(ctx, sb); err != nil {
-			return fail(err)
+			return nil, err
 		}
 	}
-	if err := backends.PopulateWorkspace(ctx, req, ws); err != nil {
+	if err := backends.MakeWorkspace(ctx, req, ws); errors.Is(err, backends.ErrWorkspaceExists) {
+		return nil, err // not this sandbox's: nothing of it is removed
+	} else if err != nil {
 		return fail(err)
 	}
 	if canary != "" && !fromSnapshot {

@@ -1,0 +1,27 @@
+package hosts
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// Quote makes any string one word for sh, whatever it holds: printed back
+// by the shell, it is exactly the input (NUL cannot be in a shell word).
+func FuzzQuote(f *testing.F) {
+	for _, s := range []string{"", "a b", "'", `"`, "$(id)", "`id`", "\n", `\`, "%", "-n", "a'b'c", "}x'y", "${HOME}", "*", "~"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if strings.ContainsRune(s, 0) {
+			t.Skip("NUL cannot be part of a shell word")
+		}
+		out, err := exec.Command("sh", "-c", "printf %s "+Quote(s)).Output()
+		if err != nil {
+			t.Fatalf("sh -c printf %%s %s: %v", Quote(s), err)
+		}
+		if string(out) != s {
+			t.Fatalf("Quote(%q) printed back as %q", s, out)
+		}
+	})
+}
