@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # build-agents.sh: builds the standalone checkpoint agent (cmd/sandboxer-agent)
 # for Linux on amd64 and arm64, into DIR (default build/agents), named
-# sandboxer-agent_<os>_<arch>. The provider installs one of them on an SSH
+# sandboxer-agent_<os>_<arch>. The provider installs the one for an SSH
+# host's platform in preference to its own executable, and needs it for a
 # host whose OS or architecture differs from the machine running Terraform
 # (a macOS laptop driving a Linux build host, say). Release archives carry
 # them beside the provider; for a provider built from source, point

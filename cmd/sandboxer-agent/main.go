@@ -1,9 +1,10 @@
 // Command sandboxer-agent is the checkpoint agent on its own: what the
-// provider installs and runs on a host whose OS or architecture differs from
-// the machine running Terraform (the provider's own executable serves as the
-// agent otherwise). It speaks the same protocol, `sandboxer-agent
-// __sandboxer_agent OP` with JSON on stdin and stdout, and is not meant to
-// be run by hand. See internal/agent.
+// provider installs and runs on an SSH host whenever there is one for the
+// host's platform (a tenth of the provider's size), and the only agent for a
+// host whose OS or architecture differs from the machine running Terraform
+// (the provider's own executable serves otherwise). It speaks the same
+// protocol, `sandboxer-agent __sandboxer_agent OP` with JSON on stdin and
+// stdout, and is not meant to be run by hand. See internal/agent.
 package main
 
 import (

@@ -69,18 +69,30 @@ func goPlatform(uname string) string {
 }
 
 // binaryFor returns the local executable to install as the agent on a host
-// of platform: a standalone agent for it in $SANDBOXER_AGENT_DIR when there
-// is one (it is a fraction of the provider's size); else the provider's own
-// executable when the platforms match; else a standalone agent beside the
-// provider's executable, where release archives put the Linux ones.
+// of platform. The standalone agent (cmd/sandboxer-agent) is preferred
+// wherever there is one for the platform, being a tenth of the provider's
+// size: first in $SANDBOXER_AGENT_DIR, then beside the provider's
+// executable, where release archives put the Linux ones. Only without one
+// does a host of the provider's own platform get the provider's executable
+// (a provider built from source has no standalone agent beside it).
 func binaryFor(platform string) (string, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return "", fmt.Errorf("unable to locate the provider executable: %w", err)
 	}
+	return agentBinary(self, platform)
+}
+
+// agentBinary is binaryFor for a provider executable at self.
+func agentBinary(self, platform string) (string, error) {
 	name := AgentFileName(platform)
-	var looked []string
+	var dirs []string
 	if dir := os.Getenv(AgentDirEnv); dir != "" {
+		dirs = append(dirs, dir)
+	}
+	dirs = append(dirs, filepath.Dir(self))
+	var looked []string
+	for _, dir := range dirs {
 		p := filepath.Join(dir, name)
 		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() {
 			return p, nil
@@ -91,11 +103,6 @@ func binaryFor(platform string) (string, error) {
 	if platform == own {
 		return self, nil
 	}
-	p := filepath.Join(filepath.Dir(self), name)
-	if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() {
-		return p, nil
-	}
-	looked = append(looked, p)
 	goos, goarch, _ := strings.Cut(platform, "/")
 	return "", fmt.Errorf("checkpoints run an agent on the host, and this host is %s while the provider is %s: "+
 		"no %s agent found (looked for %s). Release archives ship Linux agents beside the provider; or build one "+
@@ -118,7 +125,7 @@ func (c *Client) digestOf(path string) (string, error) {
 	if _, err := io.Copy(h, f); err != nil {
 		return "", err
 	}
-	d := hex.EncodeToString(h.Sum(nil))[:16]
+	d := hex.EncodeToString(h.Sum(nil))[:digestLen]
 	c.digests[path] = d
 	return d, nil
 }
@@ -155,7 +162,7 @@ func (c *Client) agentPath(ctx context.Context, h *hosts.Host) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("unable to read the agent %s: %w", bin, err)
 	}
-	name := "sandboxer-agent-" + digest
+	name := installedPrefix + digest
 	p := h.Path(".sandboxer", "bin", name)
 	if !slices.Contains(lines[1:], name) {
 		f, err := os.Open(bin)
@@ -166,34 +173,85 @@ func (c *Client) agentPath(ctx context.Context, h *hosts.Host) (string, error) {
 		if err := hosts.Upload(ctx, h, p, f, 0o700); err != nil {
 			return "", fmt.Errorf("unable to install the agent on host %q: %w", h.Host(), err)
 		}
+		// A new version replaces the ones before it: nothing else runs
+		// them, and each is megabytes. Only files named as this code names
+		// agents are removed. A run of an old one already under way keeps
+		// its executable (unlinked, not gone); a provider process of the
+		// old version reinstalls it when it next finds it missing (call).
+		// Best effort: a removal that fails costs disk space, not a
+		// snapshot.
+		var old []string
+		for _, n := range lines[1:] {
+			if n != name && isInstalledAgent(n) {
+				old = append(old, hosts.Quote(h.Path(".sandboxer", "bin", n)))
+			}
+		}
+		if len(old) > 0 {
+			_ = h.Run(ctx, "rm -f -- "+strings.Join(old, " "), nil, nil)
+		}
 	}
 	c.installed[h.Host()] = p
 	return p, nil
 }
 
+// installedPrefix and a digest of digestLen hex digits name an agent
+// installed on a host.
+const (
+	installedPrefix = "sandboxer-agent-"
+	digestLen       = 16
+)
+
+// isInstalledAgent reports whether name is an installed agent's file name.
+func isInstalledAgent(name string) bool {
+	d, ok := strings.CutPrefix(name, installedPrefix)
+	if !ok || len(d) != digestLen {
+		return false
+	}
+	for _, r := range d {
+		if !(r >= '0' && r <= '9' || r >= 'a' && r <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// forget drops the agent path remembered for h: the next call installs
+// the agent again if it is missing.
+func (c *Client) forget(h *hosts.Host) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.installed, h.Host())
+}
+
 // call runs op on h with req, decoding the JSON answer into out.
 func (c *Client) call(ctx context.Context, h *hosts.Host, op string, req Request, out any) error {
-	path, err := c.agentPath(ctx, h)
-	if err != nil {
-		return err
-	}
 	req.Store = StoreDir(h)
 	body, err := json.Marshal(req)
 	if err != nil {
 		return err
 	}
-	// The request, then stdin held open until the answer is in: the agent
-	// takes EOF as "the client went away" and aborts.
-	hold, release := io.Pipe()
-	defer release.Close()
-	stdin := io.MultiReader(bytes.NewReader(append(body, '\n')), hold)
 	var stdout bytes.Buffer
-	err = h.Run(ctx, hosts.Command(path, Command, op), stdin, &stdout)
-	if hosts.IsExitCode(err, exitNotFound) {
-		return checkpoint.ErrNotFound
-	}
-	if err != nil {
-		return err
+	for attempt := 1; ; attempt++ {
+		path, err := c.agentPath(ctx, h)
+		if err != nil {
+			return err
+		}
+		stdout.Reset()
+		err = runAgent(ctx, h, path, op, body, &stdout)
+		if attempt == 1 && !h.Local && hosts.IsExitCode(err, exitCommandNotFound) {
+			// The agent installed earlier is gone: a provider of another
+			// version has since installed its own there, removing older
+			// ones (agentPath). Nothing ran; install ours again, once.
+			c.forget(h)
+			continue
+		}
+		if hosts.IsExitCode(err, exitNotFound) {
+			return checkpoint.ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		break
 	}
 	if out == nil {
 		return nil
@@ -202,6 +260,20 @@ func (c *Client) call(ctx context.Context, h *hosts.Host, op string, req Request
 		return fmt.Errorf("host %q: unreadable agent answer to %s: %w", h.Host(), op, err)
 	}
 	return nil
+}
+
+// exitCommandNotFound is the shell's exit status for a command it cannot
+// find; the agent itself never exits with it.
+const exitCommandNotFound = 127
+
+// runAgent runs the agent at path on h for op, with request body.
+func runAgent(ctx context.Context, h *hosts.Host, path, op string, body []byte, stdout io.Writer) error {
+	// The request, then stdin held open until the answer is in: the agent
+	// takes EOF as "the client went away" and aborts.
+	hold, release := io.Pipe()
+	defer release.Close()
+	stdin := io.MultiReader(bytes.NewReader(append(body, '\n')), hold)
+	return h.Run(ctx, hosts.Command(path, Command, op), stdin, stdout)
 }
 
 // Snapshot captures workspace on h.

@@ -117,7 +117,13 @@ func captureTwo(t *testing.T, h *hosts.Host) (s1, s2 checkpoint.Summary, diff ch
 	if s2, err = c.Snapshot(ctx, h, ws, checkpoint.CaptureOptions{ID: "s2", Name: "second", IncludeEnv: true, Now: now.Add(time.Second)}); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.call(ctx, h, "diff", Request{From: "s1", To: "s2"}, &diff); err != nil {
+	// The reference diff is the store's own, read where the agent wrote it
+	// (the harness's hosts share this machine's filesystem).
+	store, err := checkpoint.Open(StoreDir(h))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff, err = store.Diff("s1", "s2"); err != nil {
 		t.Fatal(err)
 	}
 	return s1, s2, diff
@@ -217,6 +223,37 @@ func TestReadsRefuseATamperedStore(t *testing.T) {
 		refused(t, err, "NUL")
 		_, err = c.List(ctx, h)
 		refused(t, err, "NUL")
+	})
+	t.Run("renamed", func(t *testing.T) {
+		// s1's manifest, intact, under the name of a snapshot s3: its digest
+		// checks out, but it is not s3's and is refused naming the file.
+		data, err := os.ReadFile(filepath.Join(snapshots, "s1.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(snapshots, "s3.json")
+		if err := os.WriteFile(p, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.Remove(p) })
+		_, err = c.Get(ctx, h, "s3")
+		refused(t, err, `manifest s3.json holds snapshot "s1"`)
+		_, err = c.List(ctx, h)
+		refused(t, err, `manifest s3.json holds snapshot "s1"`)
+		_, err = c.Diff(ctx, h, "s1", "s3")
+		refused(t, err, `manifest s3.json holds snapshot "s1"`)
+		if got, err := c.Get(ctx, h, "s1"); err != nil || got.ID != "s1" {
+			t.Fatalf("s1 beside its renamed copy: %+v, %v", got, err)
+		}
+		ms, err := c.ReadManifests(ctx, h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = ms.Get("s3")
+		refused(t, err, `manifest s3.json holds snapshot "s1"`)
+		if _, err := ms.Get("s1"); err != nil {
+			t.Fatalf("a shared read: s1 beside its renamed copy: %v", err)
+		}
 	})
 	t.Run("env", func(t *testing.T) {
 		tamper(t, "s1.env", "one", "onf")

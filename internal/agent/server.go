@@ -1,6 +1,8 @@
-// Package agent runs checkpoint operations on a host. The provider binary is
-// its own agent: on an SSH host it copies itself under root_dir once (named
-// by its digest) and runs there as `<binary> __sandboxer_agent <op>`, so file
+// Package agent runs checkpoint operations on a host. On an SSH host the
+// provider installs an agent under root_dir once per version (named by its
+// digest, older versions removed): the standalone cmd/sandboxer-agent for
+// the host's platform when there is one, else the provider's own
+// executable. It runs there as `<binary> __sandboxer_agent <op>`, so file
 // data is read and written on the host, never streamed through Terraform.
 // Requests are JSON on stdin; responses JSON on stdout.
 package agent
@@ -28,8 +30,6 @@ type Request struct {
 	ID        string                    `json:"id,omitempty"`
 	NewID     string                    `json:"new_id,omitempty"`
 	Name      string                    `json:"name,omitempty"`
-	From      string                    `json:"from,omitempty"`
-	To        string                    `json:"to,omitempty"`
 	Workspace string                    `json:"workspace,omitempty"`
 	Capture   checkpoint.CaptureOptions `json:"capture,omitempty"`
 	Restore   checkpoint.RestoreOptions `json:"restore,omitempty"`
@@ -44,6 +44,13 @@ type Full struct {
 	Manifest *checkpoint.Manifest `json:"manifest"`
 	Env      map[string]string    `json:"env,omitempty"`
 }
+
+// clientGone, when set, is called once the agent has seen its client go
+// (EOF on stdin) and told the operation to stop. Only tests set it, in the
+// test binary's TestMain (which runs in the agent process): a test that
+// cuts the connection then knows the abort is signalled before it lets a
+// paused capture go on, instead of sleeping and hoping. Nil otherwise.
+var clientGone func()
 
 // Main runs one agent operation and returns the process exit code.
 // import-objects takes its request as args[1] because stdin carries the data.
@@ -80,6 +87,9 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		go func() {
 			_, _ = io.Copy(io.Discard, stdin)
 			close(done)
+			if clientGone != nil {
+				clientGone()
+			}
 		}()
 		req.Capture.Done, req.Restore.Done = done, done
 	}
@@ -97,6 +107,9 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// run runs one operation. There are no get, list or diff operations: those
+// reads are answered without the agent (Client.Get, List, Diff), so that a
+// plan installs nothing and opens no store on a host.
 func run(op string, req Request, stdin io.Reader, stdout io.Writer) (any, error) {
 	s, err := checkpoint.Open(req.Store)
 	if err != nil {
@@ -105,12 +118,6 @@ func run(op string, req Request, stdin io.Reader, stdout io.Writer) (any, error)
 	switch op {
 	case "snapshot":
 		m, err := s.Capture(req.Workspace, req.Capture)
-		if err != nil {
-			return nil, err
-		}
-		return m.Summary(), nil
-	case "get":
-		m, err := s.Load(req.ID)
 		if err != nil {
 			return nil, err
 		}
@@ -125,17 +132,9 @@ func run(op string, req Request, stdin io.Reader, stdout io.Writer) (any, error)
 			return nil, err
 		}
 		return Full{Manifest: m, Env: env}, nil
-	case "list":
-		list, err := s.List()
-		if list == nil {
-			list = []checkpoint.Summary{}
-		}
-		return list, err
 	case "delete":
 		freed, err := s.Delete(req.ID)
 		return map[string]int64{"freed_bytes": freed}, err
-	case "diff":
-		return s.Diff(req.From, req.To)
 	case "copy":
 		m, err := s.Copy(req.ID, req.NewID, req.Name, req.Now)
 		if err != nil {

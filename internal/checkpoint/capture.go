@@ -171,11 +171,20 @@ func checkLimits(entries []Entry, l Limits) error {
 // for "racily clean" entries).
 const racyWindow = 2 * time.Second
 
+// TestHookBeforeStore, nil outside tests, runs before a capture reads the
+// file at rel: the agent's tests hold a capture there to kill it, or cut
+// its client, at a point they know (every file before rel stored with one
+// worker, nothing after it begun) instead of guessing with sleeps.
+var TestHookBeforeStore func(rel string)
+
 // storeFile hashes src while copying it into a temp object, then names the
 // object by its digest (or drops the copy when the store already has it).
 // It returns the bytes newly added to the store.
 func (s *Store) storeFile(src string, e *Entry) (int64, error) {
-	in, err := os.Open(src)
+	if TestHookBeforeStore != nil {
+		TestHookBeforeStore(e.Path)
+	}
+	in, err := openRegular(src)
 	if err != nil {
 		return 0, fmt.Errorf("unable to read %s: %w", e.Path, err)
 	}
@@ -207,7 +216,7 @@ func (s *Store) storeFile(src string, e *Entry) (int64, error) {
 
 // readDotEnv parses a KEY=VALUE .env file; a missing file is no env.
 func readDotEnv(path string) (map[string]string, error) {
-	f, err := os.Open(path)
+	f, err := openRegular(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return map[string]string{}, nil
 	}

@@ -130,6 +130,41 @@ func ComposeRepo(t testing.TB, image string, services ...string) string {
 	return dir
 }
 
+// ComposeLeftovers asks the docker engine (not the provider) what remains
+// of compose projects: containers (running or stopped), networks and
+// volumes carrying each project's label. A network or volume left without
+// any container is found by its own label, not through a container. Only
+// the projects named are looked at, so objects of other tests running on
+// the same engine are not counted. Each leftover reads "<kind> <id>
+// (<project>)"; docker not answering fails the test.
+func ComposeLeftovers(t testing.TB, projects ...string) []string {
+	t.Helper()
+	var left []string
+	for _, project := range projects {
+		if project == "" {
+			t.Fatal("ComposeLeftovers: empty compose project name")
+		}
+		filter := "label=com.docker.compose.project=" + project
+		for _, q := range []struct {
+			kind string
+			args []string
+		}{
+			{"container", []string{"ps", "-aq", "--filter", filter}},
+			{"network", []string{"network", "ls", "-q", "--filter", filter}},
+			{"volume", []string{"volume", "ls", "-q", "--filter", filter}},
+		} {
+			out, err := exec.Command("docker", q.args...).Output()
+			if err != nil {
+				t.Fatalf("docker %s: %v", strings.Join(q.args, " "), err)
+			}
+			for _, id := range strings.Fields(string(out)) {
+				left = append(left, q.kind+" "+id+" ("+project+")")
+			}
+		}
+	}
+	return left
+}
+
 // SSHDAccepted counts "Accepted publickey" lines in an sshd log: one per
 // handshake the provider made.
 func SSHDAccepted(t testing.TB, logVar string) int {

@@ -37,20 +37,7 @@ func ctx(t *testing.T) context.Context {
 // leftovers asks the docker engine (not the provider) what remains of a project.
 func leftovers(t *testing.T, project string) string {
 	t.Helper()
-	filter := "label=com.docker.compose.project=" + project
-	var all []string
-	for _, args := range [][]string{
-		{"ps", "-aq", "--filter", filter},
-		{"network", "ls", "-q", "--filter", filter},
-		{"volume", "ls", "-q", "--filter", filter},
-	} {
-		out, err := exec.Command("docker", args...).Output()
-		if err != nil {
-			t.Fatalf("docker %v: %v", args, err)
-		}
-		all = append(all, strings.Fields(string(out))...)
-	}
-	return strings.Join(all, " ")
+	return strings.Join(testharness.ComposeLeftovers(t, project), " ")
 }
 
 func TestComposeLifecycleOverSSH(t *testing.T) {
