@@ -4,7 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -42,11 +43,7 @@ func (r *Registry) Extension(name string) (Extension, error) {
 	if e, ok := r.exts[name]; ok {
 		return e, nil
 	}
-	names := make([]string, 0, len(r.exts))
-	for n := range r.exts {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(r.exts))
 	return nil, fmt.Errorf("unknown extension %q; available: %s", name, strings.Join(names, ", "))
 }
 

@@ -5,9 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"path"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/hosts"
@@ -128,11 +129,7 @@ func CheckEnv(env map[string]string) error {
 
 // DotEnv renders env as a .env file, sorted by name.
 func DotEnv(env map[string]string) string {
-	names := make([]string, 0, len(env))
-	for k := range env {
-		names = append(names, k)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(env))
 	var b strings.Builder
 	for _, k := range names {
 		fmt.Fprintf(&b, "%s=%s\n", k, env[k])

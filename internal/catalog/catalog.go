@@ -10,8 +10,10 @@ import (
 	"embed"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -241,11 +243,7 @@ func (c *Catalog) Extension(name string) (*ExtensionDecl, error) {
 
 // ExtensionNames lists the declared extensions in order.
 func (c *Catalog) ExtensionNames() []string {
-	names := make([]string, 0, len(c.extensions))
-	for n := range c.extensions {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(c.extensions))
 	return names
 }
 
@@ -259,11 +257,7 @@ func (c *Catalog) Get(name string) (*Profile, error) {
 
 // Names lists the profile names in order.
 func (c *Catalog) Names() []string {
-	names := make([]string, 0, len(c.profiles))
-	for n := range c.profiles {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(c.profiles))
 	return names
 }
 

@@ -7,7 +7,9 @@ import (
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/metering"
 )
 
-// LocalHost is the built-in host; metered (SaaS) sandboxes are served there.
+// LocalHost is the name of the built-in host that runs on this machine
+// without SSH (the one place it is written); metered (SaaS) sandboxes are
+// served there.
 const LocalHost = "local"
 
 // RouteRequest is what routing knows at plan time.

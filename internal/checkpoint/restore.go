@@ -9,9 +9,11 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -403,7 +405,7 @@ func prune(target string, m *Manifest, staging string) (int, error) {
 
 func writeDotEnv(path string, env map[string]string) error {
 	var b strings.Builder
-	for _, k := range sortedKeys(env) {
+	for _, k := range slices.Sorted(maps.Keys(env)) {
 		fmt.Fprintf(&b, "%s=%s\n", k, env[k])
 	}
 	// O_EXCL after clearing: never write through a link planted at the temp name.

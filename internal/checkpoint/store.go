@@ -8,10 +8,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/filelock"
@@ -133,7 +134,7 @@ func (s *Store) save(m *Manifest, env map[string]string) error {
 	if len(env) > 0 {
 		data, _ := json.Marshal(env)
 		m.EnvDigest = digestOf(data)
-		m.EnvNames = sortedKeys(env)
+		m.EnvNames = slices.Sorted(maps.Keys(env))
 		if err := s.writeAtomic(s.envPath(m.ID), data); err != nil {
 			return err
 		}
@@ -327,13 +328,4 @@ func (s *Store) Usage() (bytes int64, snapshots int, err error) {
 		return nil
 	})
 	return bytes, len(names), err
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/datasource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/catalog"
 )
 
 var (
@@ -141,7 +142,7 @@ func (d *HostInventoryDataSource) Read(ctx context.Context, req datasource.ReadR
 		name = d.data.defaultHost
 	}
 	if name == "" {
-		name = LocalHostName
+		name = catalog.LocalHost
 	}
 	h, err := d.data.host(name)
 	if err != nil {

@@ -6,9 +6,10 @@ package provider
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/netip"
 	"os"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
@@ -33,8 +34,6 @@ import (
 
 var _ provider.Provider = &SandboxerProvider{}
 
-// LocalHostName is the built-in host that runs on this machine without SSH.
-const LocalHostName = "local"
 
 // SandboxerProvider is the provider implementation.
 type SandboxerProvider struct {
@@ -132,11 +131,7 @@ func (d *providerData) host(name string) (*hosts.Host, error) {
 	if h, ok := d.hosts[name]; ok {
 		return h, nil
 	}
-	names := make([]string, 0, len(d.hosts))
-	for n := range d.hosts {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(d.hosts))
 	return nil, fmt.Errorf("host %q is not declared in the provider block; declared hosts: %s", name, strings.Join(names, ", "))
 }
 
@@ -240,7 +235,7 @@ func (p *SandboxerProvider) Configure(ctx context.Context, req provider.Configur
 	}
 	compose := composessh.New(stringOr(cfg.ComposeCommand, os.Getenv("SANDBOXER_COMPOSE_CMD")))
 	data := &providerData{
-		hosts:       map[string]*hosts.Host{LocalHostName: localHost(LocalHostName, "")},
+		hosts:       map[string]*hosts.Host{catalog.LocalHost: localHost(catalog.LocalHost, "")},
 		defaultHost: stringOr(cfg.DefaultHost, os.Getenv("SANDBOXER_HOST")),
 		catalog:     cat,
 		registry:    backends.NewRegistry(compose, vmattach.New(), saasstub.New()),

@@ -4,9 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 
@@ -141,13 +142,13 @@ func loadProject(repo, file string, env map[string]string) (backends.Plan, []str
 	if len(plan.Services) == 0 {
 		return backends.Plan{}, nil, &FileError{File: path, Msg: "no service would start: every service is disabled by a profile, or none is declared"}
 	}
-	for _, name := range sortedKeys(project.Volumes) {
+	for _, name := range slices.Sorted(maps.Keys(project.Volumes)) {
 		if project.Volumes[name].External {
 			plan.Warnings = append(plan.Warnings, fmt.Sprintf("%s: volume %q is external: it is shared with whatever else uses it on the host, and "+
 				"destroying the sandbox leaves it in place", lineRef(path, lines.at("volumes", name)), name))
 		}
 	}
-	for _, name := range sortedKeys(project.Networks) {
+	for _, name := range slices.Sorted(maps.Keys(project.Networks)) {
 		if project.Networks[name].External {
 			plan.Warnings = append(plan.Warnings, fmt.Sprintf("%s: network %q is external: sandboxes attached to it can reach each other",
 				lineRef(path, lines.at("networks", name)), name))
@@ -192,21 +193,8 @@ func within(dir, path string) bool {
 }
 
 func sortedServiceNames(p *types.Project) []string {
-	names := make([]string, 0, len(p.Services))
-	for n := range p.Services {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(p.Services))
 	return names
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 func lineRef(path string, line int) string {
