@@ -34,7 +34,6 @@ import (
 
 var _ provider.Provider = &SandboxerProvider{}
 
-
 // SandboxerProvider is the provider implementation.
 type SandboxerProvider struct {
 	version string
