@@ -25,7 +25,10 @@ func TestSignedDeliveryWithRetry(t *testing.T) {
 			return
 		}
 		var e Event
-		json.Unmarshal(body, &e)
+		if err := json.Unmarshal(body, &e); err != nil {
+			w.WriteHeader(http.StatusBadRequest) // the test sees no event and fails
+			return
+		}
 		got <- e
 	}))
 	defer srv.Close()

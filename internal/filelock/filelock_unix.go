@@ -23,11 +23,11 @@ func Lock(path string, exclusive bool) (unlock func(), err error) {
 		how = syscall.LOCK_EX
 	}
 	if err := syscall.Flock(int(f.Fd()), how); err != nil {
-		f.Close()
+		_ = f.Close() // a lock file, never written
 		return nil, err
 	}
 	return func() {
 		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-		f.Close()
+		_ = f.Close() // closing releases the lock too
 	}, nil
 }

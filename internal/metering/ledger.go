@@ -157,13 +157,13 @@ func (l *Ledger) with(write bool, fn func(*file) error) error {
 	if err != nil {
 		return err
 	}
-	defer os.Remove(tmp.Name())
+	defer func() { _ = os.Remove(tmp.Name()) }() // gone already once renamed
 	if _, err := tmp.Write(append(out, '\n')); err != nil {
-		tmp.Close()
+		_ = tmp.Close() // the write failed already; the file is discarded
 		return err
 	}
 	if err := tmp.Sync(); err != nil {
-		tmp.Close()
+		_ = tmp.Close()
 		return err
 	}
 	if err := tmp.Close(); err != nil {

@@ -52,8 +52,12 @@ func TestHoldDebitRelease(t *testing.T) {
 	if b, _ := l.Balance(); b != 8.75 {
 		t.Fatalf("balance %v, want 8.75 (debited once)", b)
 	}
-	l.Hold("c", "p", 2)
-	l.Release("c")
+	if err := l.Hold("c", "p", 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Release("c"); err != nil {
+		t.Fatal(err)
+	}
 	if avail, _ := l.Available(); avail != 8.75 {
 		t.Fatalf("available %v after a release", avail)
 	}

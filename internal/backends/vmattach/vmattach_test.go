@@ -39,7 +39,9 @@ func TestWorkspaceLifecycle(t *testing.T) {
 				t.Fatal(err)
 			}
 			repo := t.TempDir()
-			os.WriteFile(filepath.Join(repo, "build.sh"), []byte("#!/bin/sh\n"), 0o755)
+			if err := os.WriteFile(filepath.Join(repo, "build.sh"), []byte("#!/bin/sh\n"), 0o755); err != nil {
+				t.Fatal(err)
+			}
 
 			reg := backends.NewRegistry(vmattach.New())
 			sb, err := reg.Create(ctx, backends.Request{
