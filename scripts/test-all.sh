@@ -26,11 +26,11 @@ export SANDBOXER_REQUIRE_HARNESS=1
 unset SANDBOXER_COMPOSE_CMD
 
 # golangci-lint (.golangci.yml) over the packages brought clean so far; the
-# others (agent, backends, checkpoint, hosts, testharness) join the list as
+# others (agent, backends, composessh, hosts) join the list as
 # their findings are fixed, until this is ./...
 lint_pkgs=(. ./cmd/... ./internal/provider/... ./internal/archtest/... ./internal/catalog/... ./internal/safepath/...
 	./internal/events/... ./internal/filelock/... ./internal/localdir/... ./internal/metering/...
-	./internal/backends/vmattach/... ./internal/backends/saasstub/...)
+	./internal/backends/vmattach/... ./internal/backends/saasstub/... ./internal/checkpoint/... ./internal/testharness/...)
 echo "== lint: golangci-lint ${lint_pkgs[*]}"
 "$SANDBOXER_GOLANGCI_LINT" run "${lint_pkgs[@]}"
 

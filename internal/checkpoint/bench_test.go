@@ -113,6 +113,9 @@ func loadBenchConfig(defFiles int, defBytes int64) (benchConfig, error) {
 	if err != nil {
 		return c, err
 	}
+	if seed < 0 { // K/M/G suffixes can overflow benchEnvInt's result
+		return c, fmt.Errorf("SANDBOXER_BENCH_SEED=%d: expected a non-negative integer", seed)
+	}
 	c.seed = uint64(seed)
 	workers, err := benchEnvInt("SANDBOXER_BENCH_WORKERS", 0)
 	if err != nil {
@@ -168,7 +171,8 @@ var benchVocabulary = func() []string {
 // about half its size.
 func benchContent(buf []byte, r *rand.Rand) {
 	const hexdigits = "0123456789abcdef"
-	zipf := rand.NewZipf(r, 1.3, 2, uint64(len(benchVocabulary)-1))
+	// The vocabulary is never empty.
+	zipf := rand.NewZipf(r, 1.3, 2, uint64(len(benchVocabulary))-1)
 	var recent [16][2]int // start, end of recent lines in buf
 	nrecent := 0
 	pos := 0
@@ -179,7 +183,7 @@ func benchContent(buf []byte, r *rand.Rand) {
 				binary.LittleEndian.PutUint64(buf[pos:], r.Uint64())
 			}
 			for ; pos < end; pos++ {
-				buf[pos] = byte(r.Uint32())
+				buf[pos] = byte(r.Uint32() & 0xff)
 			}
 			continue
 		}
@@ -221,6 +225,9 @@ func benchContent(buf []byte, r *rand.Rand) {
 // benchFileRand is the generator of file i's content in a given round
 // (round 0: the original content; later rounds: rewrites).
 func benchFileRand(seed uint64, i, round int) *rand.Rand {
+	if i < 0 || round < 0 {
+		panic(fmt.Sprintf("benchFileRand(%d, %d): negative file index or round", i, round))
+	}
 	return rand.New(rand.NewPCG(seed, uint64(i)<<16|uint64(round)))
 }
 
@@ -379,11 +386,12 @@ func benchEvict(dir string) error {
 		if err != nil || !d.Type().IsRegular() {
 			return err
 		}
-		f, err := os.Open(p)
+		f, err := os.Open(p) //nolint:gosec // G122: the benchmark's own scratch directory
 		if err != nil {
 			return err
 		}
-		defer f.Close()
+		defer func() { _ = f.Close() }() // only read
+
 		const fadvDontneed = 4 // POSIX_FADV_DONTNEED
 		if _, _, e := syscall.Syscall6(syscall.SYS_FADVISE64, f.Fd(), 0, 0, fadvDontneed, 0, 0); e != 0 {
 			return e
@@ -550,14 +558,16 @@ func TestCheckpointSpeedBars(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	root, err := os.MkdirTemp(cfg.dir, "sandboxer-bench-")
+	// Not t.TempDir: the scratch directory goes under SANDBOXER_BENCH_DIR (the
+	// disk being measured) and is kept with SANDBOXER_BENCH_KEEP=1.
+	root, err := os.MkdirTemp(cfg.dir, "sandboxer-bench-") //nolint:usetesting // see above
 	if err != nil {
 		t.Fatal(err)
 	}
 	if cfg.keep {
 		fmt.Printf("scratch directory (kept): %s\n", root)
 	} else {
-		t.Cleanup(func() { os.RemoveAll(root) })
+		t.Cleanup(func() { _ = os.RemoveAll(root) }) // best effort: scratch data only
 	}
 	out := func(format string, a ...any) { fmt.Printf(format+"\n", a...) }
 	at := func(name string) string { return filepath.Join(root, name) }
@@ -587,7 +597,7 @@ func TestCheckpointSpeedBars(t *testing.T) {
 	var stores []*Store
 	var fullStored int64
 	for round := 0; round <= cfg.runs; round++ {
-		os.Remove(tgzPath)
+		_ = os.Remove(tgzPath) // absent in round 0; the shell rewrites it anyway
 		fail(tgz.timeIt(round, func() error {
 			return benchShell(fmt.Sprintf("tar -c -f - -C %s . | gzip -1 > %s", benchQuote(ws.root), benchQuote(tgzPath)))
 		}))
@@ -607,7 +617,7 @@ func TestCheckpointSpeedBars(t *testing.T) {
 	}
 	tgzInfo, err := os.Stat(tgzPath)
 	fail(err)
-	os.Remove(tgzPath)
+	_ = os.Remove(tgzPath) // best effort: scratch space, removed with root anyway
 	out("tar.gz: %s, %.1f%% of the workspace; full capture stored %s", benchMiB(tgzInfo.Size()),
 		100*float64(tgzInfo.Size())/float64(cfg.bytes), benchMiB(fullStored))
 
@@ -666,7 +676,7 @@ func TestCheckpointSpeedBars(t *testing.T) {
 		}
 		fail(benchEvict(dst))
 	}
-	os.Remove(tarPath)
+	_ = os.Remove(tarPath) // best effort: scratch space, removed with root anyway
 	if n := benchReclaimed() - reclaimedBefore; n > 0 {
 		out("note: the kernel reclaimed %s of memory during the measurements; runs may have waited for it", benchMiB(n*int64(os.Getpagesize())))
 	}

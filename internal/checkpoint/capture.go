@@ -188,7 +188,7 @@ func (s *Store) storeFile(src string, e *Entry) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("unable to read %s: %w", e.Path, err)
 	}
-	defer in.Close()
+	defer func() { _ = in.Close() }() // only read
 	tmp, err := s.tempFile()
 	if err != nil {
 		return 0, err
@@ -199,16 +199,16 @@ func (s *Store) storeFile(src string, e *Entry) (int64, error) {
 		err = cerr
 	}
 	if err != nil {
-		os.Remove(tmp.Name())
+		_ = os.Remove(tmp.Name()) // best effort: a leftover temp file is collected later
 		return 0, fmt.Errorf("unable to store %s: %w", e.Path, err)
 	}
 	e.Digest, e.Size = hex.EncodeToString(h.Sum(nil)), n
 	if s.hasObject(e.Digest) {
-		os.Remove(tmp.Name())
+		_ = os.Remove(tmp.Name()) // best effort: a leftover temp file is collected later
 		return 0, nil
 	}
 	if err := commit(tmp.Name(), s.objectPath(e.Digest)); err != nil {
-		os.Remove(tmp.Name())
+		_ = os.Remove(tmp.Name()) // best effort: a leftover temp file is collected later
 		return 0, err
 	}
 	return n, nil
@@ -223,7 +223,7 @@ func readDotEnv(path string) (map[string]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // only read
 	env := map[string]string{}
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {

@@ -1,6 +1,7 @@
 package checkpoint
 
 import (
+	"archive/tar"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -19,6 +20,14 @@ func put(t *testing.T, root, rel, content string) {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// must fails the test on a setup step's error.
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
 		t.Fatal(err)
 	}
 }
@@ -64,7 +73,7 @@ func TestCaptureRestoreInPlace(t *testing.T) {
 	put(t, ws, "data/big.bin", strings.Repeat("x", 1<<20))
 	put(t, ws, "debug.log", "noise")
 	put(t, ws, ".env", "TOKEN=abc\nMODE=dev\n")
-	os.Symlink("src/main.go", filepath.Join(ws, "link"))
+	must(t, os.Symlink("src/main.go", filepath.Join(ws, "link")))
 	m := capture(t, s, ws, "snap1", func(o *CaptureOptions) {
 		o.IncludeEnv = true
 		o.Filter.Exclude = []string{"*.log"}
@@ -82,7 +91,7 @@ func TestCaptureRestoreInPlace(t *testing.T) {
 
 	// Break things.
 	put(t, ws, "src/main.go", "corrupted")
-	os.RemoveAll(filepath.Join(ws, "data"))
+	must(t, os.RemoveAll(filepath.Join(ws, "data")))
 	put(t, ws, "src/new.go", "added later")
 	put(t, ws, ".env", "TOKEN=changed\n")
 
@@ -123,7 +132,7 @@ func TestRestoreWithoutOverwriteKeepsExistingFiles(t *testing.T) {
 	put(t, ws, "b.txt", "snapshot")
 	capture(t, s, ws, "snap1", nil)
 	put(t, ws, "a.txt", "mine")
-	os.Remove(filepath.Join(ws, "b.txt"))
+	must(t, os.Remove(filepath.Join(ws, "b.txt")))
 	if _, err := s.Restore("snap1", ws, RestoreOptions{Files: true}); err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +147,7 @@ func TestIncrementalCaptureReadsAndStoresOnlyChanges(t *testing.T) {
 	old := time.Now().Add(-time.Hour) // outside the stat cache's racy window
 	for i := 0; i < 100; i++ {
 		put(t, ws, fmt.Sprintf("f%03d", i), strings.Repeat(fmt.Sprint(i), 1000))
-		os.Chtimes(filepath.Join(ws, fmt.Sprintf("f%03d", i)), old, old)
+		must(t, os.Chtimes(filepath.Join(ws, fmt.Sprintf("f%03d", i)), old, old))
 	}
 	full := capture(t, s, ws, "full", nil)
 	put(t, ws, "f007", "changed content")
@@ -147,8 +156,8 @@ func TestIncrementalCaptureReadsAndStoresOnlyChanges(t *testing.T) {
 	// files keeps its old digest.
 	p := filepath.Join(ws, "f050")
 	st, _ := os.Stat(p)
-	os.WriteFile(p, []byte(strings.Repeat("Q", int(st.Size()))), 0o644)
-	os.Chtimes(p, old, old)
+	must(t, os.WriteFile(p, []byte(strings.Repeat("Q", int(st.Size()))), 0o644))
+	must(t, os.Chtimes(p, old, old))
 	inc := capture(t, s, ws, "inc", nil)
 	if inc.StoredBytes != int64(len("changed content")) {
 		t.Fatalf("stored %d bytes, want only the change (%d)", inc.StoredBytes, len("changed content"))
@@ -204,13 +213,13 @@ func TestRestoreNeverWritesThroughSymlinks(t *testing.T) {
 	put(t, outside, "victim.txt", "untouched")
 	ws := t.TempDir()
 	put(t, ws, "dir/file.txt", "inside")
-	os.Symlink(filepath.Join(outside, "victim.txt"), filepath.Join(ws, "escape"))
+	must(t, os.Symlink(filepath.Join(outside, "victim.txt"), filepath.Join(ws, "escape")))
 	capture(t, s, ws, "snap1", nil)
 
 	// The target has links where the snapshot has a directory and a file.
 	target := t.TempDir()
-	os.Symlink(outside, filepath.Join(target, "dir"))
-	os.Symlink(filepath.Join(outside, "victim.txt"), filepath.Join(target, "escape"))
+	must(t, os.Symlink(outside, filepath.Join(target, "dir")))
+	must(t, os.Symlink(filepath.Join(outside, "victim.txt"), filepath.Join(target, "escape")))
 	if _, err := s.Restore("snap1", target, RestoreOptions{Files: true, Overwrite: true}); err != nil {
 		t.Fatal(err)
 	}
@@ -235,11 +244,11 @@ func TestTamperedManifestRefused(t *testing.T) {
 	capture(t, s, ws, "snap1", nil)
 	var m Manifest
 	raw, _ := os.ReadFile(s.manifestPath("snap1"))
-	json.Unmarshal(raw, &m)
+	must(t, json.Unmarshal(raw, &m))
 	m.Entries[0].Path = "../escaped.txt"
 	m.Digest = m.ComputeDigest() // even with a consistent digest
 	raw, _ = json.Marshal(m)
-	os.WriteFile(s.manifestPath("snap1"), raw, 0o600)
+	must(t, os.WriteFile(s.manifestPath("snap1"), raw, 0o600))
 	_, err := s.Restore("snap1", t.TempDir(), RestoreOptions{Files: true, Overwrite: true})
 	if err == nil || !strings.Contains(err.Error(), "..") {
 		t.Fatalf("want refusal of a .. entry, got %v", err)
@@ -247,7 +256,7 @@ func TestTamperedManifestRefused(t *testing.T) {
 	m.Entries[0].Path = "a.txt"
 	m.Entries[0].Size = 99 // digest no longer matches
 	raw, _ = json.Marshal(m)
-	os.WriteFile(s.manifestPath("snap1"), raw, 0o600)
+	must(t, os.WriteFile(s.manifestPath("snap1"), raw, 0o600))
 	if _, err := s.Load("snap1"); err == nil || !strings.Contains(err.Error(), "corrupt") {
 		t.Fatalf("want corrupt manifest, got %v", err)
 	}
@@ -278,11 +287,11 @@ func TestDeleteFreesOnlyUnsharedObjects(t *testing.T) {
 	put(t, ws, "shared.txt", "shared")
 	put(t, ws, "only1.txt", "only in one")
 	capture(t, s, ws, "snap1", nil)
-	os.Remove(filepath.Join(ws, "only1.txt"))
+	must(t, os.Remove(filepath.Join(ws, "only1.txt")))
 	capture(t, s, ws, "snap2", nil)
 	// Debris of an interrupted capture: a temp object, an env without its manifest.
-	os.WriteFile(filepath.Join(s.Dir, "tmp", "deadbeef"), []byte("half"), 0o600)
-	os.WriteFile(filepath.Join(s.Dir, "snapshots", "orphan.env"), []byte("{}"), 0o600)
+	must(t, os.WriteFile(filepath.Join(s.Dir, "tmp", "deadbeef"), []byte("half"), 0o600))
+	must(t, os.WriteFile(filepath.Join(s.Dir, "snapshots", "orphan.env"), []byte("{}"), 0o600))
 
 	freed, err := s.Delete("snap1")
 	if err != nil {
@@ -380,7 +389,7 @@ func TestTransferBetweenStores(t *testing.T) {
 	}
 	// A corrupted object in transit is refused.
 	var bad bytes.Buffer
-	a.ExportObjects(&bad, digests)
+	must(t, a.ExportObjects(&bad, digests))
 	raw := bytes.Replace(bad.Bytes(), []byte("x content"), []byte("y content"), 1)
 	c := newStore(t)
 	if _, err := c.ImportObjects(bytes.NewReader(raw)); err == nil || !strings.Contains(err.Error(), "corrupt") {
@@ -397,8 +406,8 @@ func TestStatCacheDistrustsRacyFiles(t *testing.T) {
 	// the racy window the file must be read again.
 	p := filepath.Join(ws, "f")
 	st, _ := os.Stat(p)
-	os.WriteFile(p, []byte("BBBB"), 0o644)
-	os.Chtimes(p, st.ModTime(), st.ModTime())
+	must(t, os.WriteFile(p, []byte("BBBB"), 0o644))
+	must(t, os.Chtimes(p, st.ModTime(), st.ModTime()))
 	capture(t, s, ws, "s2", nil)
 	d, err := s.Diff("s1", "s2")
 	if err != nil {
@@ -416,7 +425,7 @@ func TestFreshRestoreLeavesEmptyTargetOnCorruption(t *testing.T) {
 	ws := t.TempDir()
 	put(t, ws, "a/one.txt", "one")
 	put(t, ws, "b/two.txt", "two")
-	os.Symlink("a/one.txt", filepath.Join(ws, "link"))
+	must(t, os.Symlink("a/one.txt", filepath.Join(ws, "link")))
 	m := capture(t, s, ws, "snap1", nil)
 	good := t.TempDir()
 	res, err := s.Restore("snap1", good, RestoreOptions{Files: true})
@@ -425,7 +434,7 @@ func TestFreshRestoreLeavesEmptyTargetOnCorruption(t *testing.T) {
 	}
 	for _, e := range m.Entries {
 		if e.Path == "b/two.txt" {
-			os.WriteFile(s.objectPath(e.Digest), []byte("TWO"), 0o600)
+			must(t, os.WriteFile(s.objectPath(e.Digest), []byte("TWO"), 0o600))
 		}
 	}
 	target := t.TempDir()
@@ -438,7 +447,9 @@ func TestFreshRestoreLeavesEmptyTargetOnCorruption(t *testing.T) {
 		t.Fatalf("a failed fresh restore left %v", entries)
 	}
 	// Deleting the snapshots leaves no stat-cache pointer behind.
-	s.Delete("snap1")
+	if _, err := s.Delete("snap1"); err != nil {
+		t.Fatal(err)
+	}
 	if l, _ := filepath.Glob(filepath.Join(s.Dir, "latest", "*")); len(l) != 0 {
 		t.Fatalf("pointers left: %v", l)
 	}
@@ -469,5 +480,52 @@ func TestCaptureRefusesNonUTF8Names(t *testing.T) {
 	_, err = s.Capture(ws, CaptureOptions{ID: "s4", SandboxID: "sbx1", Now: now, Filter: Filter{Exclude: []string{"sub"}}})
 	if err == nil || !strings.Contains(err.Error(), "odd-link") || !strings.Contains(err.Error(), "not valid UTF-8") {
 		t.Fatalf("want a refusal naming odd-link, got %v", err)
+	}
+}
+
+// A PAX sparse entry, which tar.Reader would expand to its declared size
+// from a few bytes of stream, is refused before anything is written.
+func TestImportRefusesSparseEntries(t *testing.T) {
+	name := strings.Repeat("a", 64)
+	// tar.Writer drops GNU.sparse records, so the PAX header is written as
+	// a regular entry whose type is then patched to 'x'.
+	var pax bytes.Buffer
+	for _, kv := range [][2]string{{"GNU.sparse.major", "1"}, {"GNU.sparse.minor", "0"},
+		{"GNU.sparse.name", name}, {"GNU.sparse.realsize", "1099511627776"}} {
+		rec := " " + kv[0] + "=" + kv[1] + "\n"
+		n := len(rec) + 1
+		for len(fmt.Sprint(n))+len(rec) != n {
+			n++
+		}
+		fmt.Fprintf(&pax, "%d%s", n, rec)
+	}
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	must(t, tw.WriteHeader(&tar.Header{Name: "PaxHeaders/" + name[:8], Typeflag: tar.TypeReg, Size: int64(pax.Len()), Format: tar.FormatUSTAR}))
+	_, err := tw.Write(pax.Bytes())
+	must(t, err)
+	sparseMap := make([]byte, 512) // GNU sparse 1.0 map: no data fragments, all hole
+	copy(sparseMap, "0\n")
+	must(t, tw.WriteHeader(&tar.Header{Name: name, Typeflag: tar.TypeReg, Size: int64(len(sparseMap)), Format: tar.FormatUSTAR}))
+	_, err = tw.Write(sparseMap)
+	must(t, err)
+	must(t, tw.Close())
+	raw := buf.Bytes()
+	raw[156] = tar.TypeXHeader
+	copy(raw[148:156], "        ")
+	sum := 0
+	for _, c := range raw[:512] {
+		sum += int(c)
+	}
+	copy(raw[148:156], fmt.Sprintf("%06o\x00 ", sum))
+
+	// The stream really is a sparse bomb to tar.Reader.
+	hdr, err := tar.NewReader(bytes.NewReader(raw)).Next()
+	if err != nil || hdr.Size != 1<<40 {
+		t.Fatalf("test stream is not read as sparse: %v %+v", err, hdr)
+	}
+	s := newStore(t)
+	if _, err := s.ImportObjects(bytes.NewReader(raw)); err == nil || !strings.Contains(err.Error(), "unexpected entry") {
+		t.Fatalf("sparse entry accepted: %v", err)
 	}
 }

@@ -19,7 +19,7 @@ func readDirStat(dir string) ([]dirStat, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer d.Close()
+	defer func() { _ = d.Close() }() // only read
 	names, err := d.Readdirnames(-1)
 	if err != nil {
 		return nil, err

@@ -12,7 +12,11 @@ var copyBuffers = sync.Pool{New: func() any { b := make([]byte, 1<<20); return &
 // copyHashed copies src to dst through a pooled buffer. (src is wrapped so
 // that *os.File's WriterTo, which would fall back to small buffers, is not used.)
 func copyHashed(dst io.Writer, src io.Reader) (int64, error) {
-	bp := copyBuffers.Get().(*[]byte)
+	bp, ok := copyBuffers.Get().(*[]byte)
+	if !ok { // never: the pool holds nothing else
+		b := make([]byte, 1<<20)
+		bp = &b
+	}
 	defer copyBuffers.Put(bp)
 	return io.CopyBuffer(dst, struct{ io.Reader }{src}, *bp)
 }

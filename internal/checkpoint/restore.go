@@ -94,7 +94,8 @@ func (s *Store) RestoreManifest(m *Manifest, env map[string]string, target strin
 	if err != nil {
 		return res, fmt.Errorf("unable to stage the restore in %s: %w", target, err)
 	}
-	defer os.RemoveAll(staging)
+	// Best effort: what staging still holds is only copies.
+	defer func() { _ = os.RemoveAll(staging) }()
 	staged, err := s.stage(todo, staging, opts.Workers)
 	if err != nil {
 		return res, err // target untouched but for the staging directory, now removed
@@ -167,7 +168,7 @@ func isEmptyDir(dir string) bool {
 	if err != nil {
 		return false
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // only read
 	names, _ := f.Readdirnames(1)
 	return len(names) == 0
 }
@@ -182,7 +183,7 @@ func (s *Store) restoreFresh(m *Manifest, env map[string]string, target string, 
 		if err != nil {
 			entries, _ := os.ReadDir(target)
 			for _, e := range entries {
-				os.RemoveAll(filepath.Join(target, e.Name()))
+				_ = os.RemoveAll(filepath.Join(target, e.Name())) // best effort: err is what is reported
 			}
 			res = RestoreResult{}
 		}
@@ -280,7 +281,7 @@ func (s *Store) writeVerified(e Entry, dst string) error {
 	if err != nil {
 		return fmt.Errorf("file %s: object %s is missing from the store: %w", e.Path, e.Digest, err)
 	}
-	defer in.Close()
+	defer func() { _ = in.Close() }() // only read
 	out, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, fs.FileMode(e.Mode)&0o777|0o600)
 	if err != nil {
 		return fmt.Errorf("file %s: %w", e.Path, err)
@@ -418,7 +419,7 @@ func writeDotEnv(path string, env map[string]string) error {
 		return err
 	}
 	if _, err := f.WriteString(b.String()); err != nil {
-		f.Close()
+		_ = f.Close() // the write error is the one reported
 		return err
 	}
 	if err := f.Close(); err != nil {

@@ -161,7 +161,7 @@ func (s *Store) save(m *Manifest, env map[string]string) error {
 	}
 	if tmp := <-cache; tmp != "" {
 		if err != nil || commit(tmp, s.latestPath(m.SandboxID)) != nil {
-			os.Remove(tmp)
+			_ = os.Remove(tmp) // best effort: an optional cache; a leftover is debris for GC
 		}
 	}
 	return err
@@ -179,7 +179,7 @@ func (s *Store) writeFile(final string, data []byte, sync bool) error {
 		return err
 	}
 	if err := commit(tmp, final); err != nil {
-		os.Remove(tmp)
+		_ = os.Remove(tmp) // best effort: a leftover temp file is debris for GC
 		return err
 	}
 	return nil
@@ -199,7 +199,7 @@ func (s *Store) writeTemp(data []byte, sync bool) (string, error) {
 		err = cerr
 	}
 	if err != nil {
-		os.Remove(f.Name())
+		_ = os.Remove(f.Name()) // best effort: a leftover temp file is debris for GC
 		return "", err
 	}
 	return f.Name(), nil
@@ -283,7 +283,7 @@ func (s *Store) gcLocked() (int64, error) {
 		if info, err := d.Info(); err == nil {
 			freed += info.Size()
 		}
-		return os.Remove(p)
+		return os.Remove(p) //nolint:gosec // G122: the store's own objects directory, and Remove does not follow a final symlink
 	})
 	if err != nil {
 		return freed, err
@@ -304,7 +304,7 @@ func (s *Store) gcLocked() (int64, error) {
 		}
 	}
 	for _, d := range debris {
-		os.Remove(d)
+		_ = os.Remove(d) // best effort: debris left now is retried by the next GC
 	}
 	return freed, nil
 }

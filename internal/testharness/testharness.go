@@ -33,7 +33,7 @@ func load() {
 	if err != nil {
 		return
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // only read
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		line := strings.TrimPrefix(strings.TrimSpace(sc.Text()), "export ")
@@ -41,7 +41,9 @@ func load() {
 		if !ok || os.Getenv(name) != "" {
 			continue
 		}
-		os.Setenv(name, strings.Trim(value, `"'`))
+		// A name the environment cannot hold (an odd line) is skipped: Env
+		// then reports that variable as unset, as it would without the file.
+		_ = os.Setenv(name, strings.Trim(value, `"'`))
 	}
 }
 
@@ -88,7 +90,7 @@ func SSHHost(t testing.TB) *hosts.Host {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { tr.Close() })
+	t.Cleanup(func() { _ = tr.Close() }) // best effort: the test is over
 	return &hosts.Host{Transport: tr, RootDir: t.TempDir()}
 }
 
@@ -202,7 +204,7 @@ func StartPrivateSSHD(t testing.TB, extra ...string) *PrivateSSHD {
 		t.Fatal(err)
 	}
 	addr := l.Addr().String()
-	l.Close()
+	_ = l.Close() // it only picked a free port
 	dir := t.TempDir()
 	s := &PrivateSSHD{t: t, Addr: addr, cfg: filepath.Join(dir, "sshd_config"), log: filepath.Join(dir, "sshd.log")}
 	lines := append([]string{
@@ -241,7 +243,7 @@ func (s *PrivateSSHD) Start() {
 	for {
 		c, err := net.DialTimeout("tcp", s.Addr, time.Second)
 		if err == nil {
-			c.Close()
+			_ = c.Close() // a probe: sshd accepts connections
 			return
 		}
 		if time.Now().After(deadline) {
