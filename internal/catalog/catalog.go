@@ -11,10 +11,10 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -213,8 +213,10 @@ func Parse(data []byte, file string) (*Profile, error) {
 			return nil, fmt.Errorf("profile file %s: field ttl: %q is not a positive duration such as 90m or 2h", file, p.TTL)
 		}
 	}
-	if p.HourlyPriceUSD < 0 {
-		return nil, fmt.Errorf("profile file %s: field hourly_price_usd: must not be negative", file)
+	// Not `< 0`: YAML's .nan and .inf pass that, and a NaN price compares
+	// false against every credit balance and is never debited.
+	if !(p.HourlyPriceUSD >= 0) || math.IsInf(p.HourlyPriceUSD, 1) {
+		return nil, fmt.Errorf("profile file %s: field hourly_price_usd: must be a finite number, not negative", file)
 	}
 	if q := p.Snapshots.Quiesce; q != "" && q != "none" && q != "pause" {
 		return nil, fmt.Errorf("profile file %s: field snapshots.quiesce: %q must be none or pause", file, q)
@@ -272,13 +274,7 @@ func (p *Profile) CheckInputs(inputs map[string]string) error {
 			problems = append(problems, fmt.Sprintf("missing required input %q (%s)", in.Name, in.Description))
 		}
 	}
-	var unknown []string
-	for name := range inputs {
-		if !declared[name] {
-			unknown = append(unknown, name)
-		}
-	}
-	sort.Strings(unknown)
+	unknown := slices.DeleteFunc(slices.Sorted(maps.Keys(inputs)), func(name string) bool { return declared[name] })
 	for _, name := range unknown {
 		problems = append(problems, fmt.Sprintf("unknown input %q (declared inputs: %s)", name, p.inputNames()))
 	}

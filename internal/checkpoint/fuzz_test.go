@@ -1,8 +1,11 @@
 package checkpoint
 
 import (
+	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -41,6 +44,25 @@ func FuzzParseManifest(f *testing.F) {
 	f.Add("snap-other", real)
 	f.Add("snap-seed", []byte(`{"version": 1, "id": "snap-seed", "entries": [{"path": "../x", "type": "file"}]}`))
 	f.Add("x", []byte("{}"))
+	// Forged manifests whose digest holds (anyone who can write the store
+	// can recompute it): bookkeeping fields the digest does not cover, with
+	// what JSON escapes, and an entry that escapes the workspace.
+	var forged Manifest
+	if err := json.Unmarshal(real, &forged); err != nil {
+		f.Fatal(err)
+	}
+	forged.Name, forged.Description = "<a&b>\u2028\"\\", "caf\u00e9\x7f\t"
+	forged.Metadata = map[string]string{"k<": "v\n", "": ""}
+	forged.CreatedAt = time.Date(2024, 2, 29, 23, 59, 59, 123456789, time.FixedZone("", 5*3600+1800))
+	if b, err := encodeManifest(&forged); err == nil {
+		f.Add("snap-seed", b)
+		f.Add("snap-seed", bytes.Replace(b, []byte("caf"), []byte("\xff\xfe"), 1)) // invalid UTF-8
+	}
+	forged.Entries = append(forged.Entries, Entry{Path: "../x", Type: TypeFile, Digest: strings.Repeat("0", 64)})
+	forged.Digest = forged.ComputeDigest()
+	if b, err := encodeManifest(&forged); err == nil {
+		f.Add("snap-seed", b)
+	}
 	f.Fuzz(func(t *testing.T, id string, data []byte) {
 		m, err := ParseManifest(id, data)
 		if err != nil {
@@ -56,6 +78,23 @@ func FuzzParseManifest(f *testing.F) {
 		}
 		if _, err := ParseListing(map[string][]byte{ManifestFile(id): data}); err != nil {
 			t.Fatalf("ParseManifest accepted what ParseListing refuses: %v", err)
+		}
+		// decode -> encode -> decode is stable: what the store writes back
+		// (a copy, a GC rewrite) reads as the same manifest.
+		enc, err := encodeManifest(m)
+		if err != nil {
+			t.Fatalf("cannot encode an accepted manifest: %v", err)
+		}
+		m2, err := ParseManifest(id, enc)
+		if err != nil {
+			t.Fatalf("re-encoded manifest refused: %v\n%s", err, enc)
+		}
+		enc2, err := encodeManifest(m2)
+		if err != nil || !bytes.Equal(enc, enc2) {
+			t.Fatalf("encoding not stable (%v):\n%s\n%s", err, enc, enc2)
+		}
+		if m2.Summary().Digest != m.Digest || !m2.CreatedAt.Equal(m.CreatedAt) || len(m2.Entries) != len(m.Entries) {
+			t.Fatalf("round trip changed the manifest: %+v -> %+v", m.Summary(), m2.Summary())
 		}
 	})
 }

@@ -55,7 +55,7 @@ const IDGrammar = "lowercase letters, digits and dashes, 1 to 63 characters, sta
 // CheckID rejects ids that could not be file names in the store.
 func CheckID(id string) error {
 	if !IDPattern.MatchString(id) {
-		return fmt.Errorf("invalid snapshot id %q: expected lowercase letters, digits and dashes", id)
+		return fmt.Errorf("invalid snapshot id %q: expected %s", id, IDGrammar)
 	}
 	return nil
 }

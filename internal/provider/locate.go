@@ -4,7 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/backends"
@@ -18,13 +19,7 @@ import (
 
 // searchOrder lists the hosts to ask, default first.
 func (d *providerData) searchOrder() []*hosts.Host {
-	names := make([]string, 0, len(d.hosts))
-	for n := range d.hosts {
-		if n != d.defaultHost {
-			names = append(names, n)
-		}
-	}
-	sort.Strings(names)
+	names := slices.DeleteFunc(slices.Sorted(maps.Keys(d.hosts)), func(n string) bool { return n == d.defaultHost })
 	if d.defaultHost != "" {
 		names = append([]string{d.defaultHost}, names...)
 	}

@@ -1,11 +1,16 @@
 package provider
 
 import (
+	"context"
 	"fmt"
 	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 )
 
@@ -28,6 +33,34 @@ func TestParseImportID(t *testing.T) {
 			t.Errorf("parseImportID(%q) accepted host %q id %q", raw, host, id)
 		} else if !strings.Contains(err.Error(), "HOST/ID") {
 			t.Errorf("parseImportID(%q): %v does not name the expected form", raw, err)
+		}
+	}
+}
+
+func TestIDValidator(t *testing.T) {
+	ctx := context.Background()
+	v := idValidator("snapshot")
+	check := func(val types.String) diag.Diagnostics {
+		resp := &validator.StringResponse{}
+		v.ValidateString(ctx, validator.StringRequest{Path: path.Root("snapshot_id"), ConfigValue: val}, resp)
+		return resp.Diagnostics
+	}
+	for _, ok := range []types.String{types.StringNull(), types.StringUnknown(), types.StringValue("0"),
+		types.StringValue("snap-0a1b2c3d4e5f"), types.StringValue("3f9c2a7b1d0e"), types.StringValue(strings.Repeat("a", 63))} {
+		if d := check(ok); d.HasError() {
+			t.Errorf("%s refused: %v", ok, d)
+		}
+	}
+	for _, bad := range []string{"", "x; touch /tmp/p", "../etc", "a/b", "-x", "Snap", "snap_1", "snap 1", "snap\n",
+		"$(id)", "`id`", "é", strings.Repeat("a", 64)} {
+		d := check(types.StringValue(bad))
+		if !d.HasError() {
+			t.Errorf("%q accepted", bad)
+			continue
+		}
+		if msg := d[0].Detail(); !strings.Contains(msg, "not a snapshot id") ||
+			!strings.Contains(msg, "lowercase letters, digits and dashes, 1 to 63 characters, starting with a letter or digit") {
+			t.Errorf("%q: diagnostic does not say what an id looks like: %s", bad, msg)
 		}
 	}
 }
@@ -77,16 +110,28 @@ provider "sandboxer" {
 	}
 }
 
-// An import id that is not HOST/ID is refused before any host is asked.
+// An import id that is not HOST/ID is refused before any host is asked,
+// for both importable resources.
 func TestUnitImportIDRefused(t *testing.T) {
 	requireCLI(t)
-	for _, raw := range []string{"build/../../etc", "build/$(id)"} {
-		t.Run(raw, func(t *testing.T) {
-			root := t.TempDir()
-			resource.UnitTest(t, resource.TestCase{
-				ProtoV6ProviderFactories: testAccProviders,
-				Steps: []resource.TestStep{{
-					Config: fmt.Sprintf(`
+	resources := map[string]string{
+		"Sandbox": `resource "sandboxer_sandbox" "s" {
+  profile = "profile.workspace"
+  host    = "build"
+}`,
+		"Snapshot": `resource "sandboxer_snapshot" "s" {
+  name       = "n"
+  sandbox_id = "3f9c2a7b1d0e"
+}`,
+	}
+	for kind, res := range resources {
+		for _, raw := range []string{"build/../../etc", "build/$(id)", "build/x;y", "/abc", "build/", "a/b/c"} {
+			t.Run(kind+" "+raw, func(t *testing.T) {
+				root := t.TempDir()
+				resource.UnitTest(t, resource.TestCase{
+					ProtoV6ProviderFactories: testAccProviders,
+					Steps: []resource.TestStep{{
+						Config: fmt.Sprintf(`
 provider "sandboxer" {
   host {
     name     = "build"
@@ -94,18 +139,16 @@ provider "sandboxer" {
     root_dir = %q
   }
 }
-resource "sandboxer_sandbox" "s" {
-  profile = "profile.workspace"
-  host    = "build"
-}
-`, root),
-					ResourceName:  "sandboxer_sandbox.s",
-					ImportState:   true,
-					ImportStateId: raw,
-					ExpectError:   regexp.MustCompile(`Unable to Import Sandbox[\s\S]*HOST/SANDBOX_ID[\s\S]*is\s+not\s+an\s+id`),
-				}},
+`, root) + res,
+						ResourceName:  "sandboxer_" + strings.ToLower(kind) + ".s",
+						ImportState:   true,
+						ImportStateId: raw,
+						ExpectError: regexp.MustCompile(`Unable to Import ` + kind + `[\s\S]*HOST/` +
+							strings.ToUpper(kind) + `_ID`),
+					}},
+				})
+				rootStaysEmpty(t, root)
 			})
-			rootStaysEmpty(t, root)
-		})
+		}
 	}
 }
