@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand"
@@ -61,9 +62,13 @@ func bigWorkspace(t *testing.T) string {
 	r := rand.New(rand.NewSource(1))
 	buf := make([]byte, 256<<10)
 	for i := 0; i < 400; i++ {
-		r.Read(buf)
+		if _, err := r.Read(buf); err != nil {
+			t.Fatal(err)
+		}
 		p := filepath.Join(ws, fmt.Sprintf("d%02d", i%20), fmt.Sprintf("f%03d.bin", i))
-		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
 		if err := os.WriteFile(p, buf, 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -92,8 +97,8 @@ func checkStoreTrustworthy(t *testing.T, store string) {
 type agentRun struct {
 	cmd        *exec.Cmd
 	stderr     *strings.Builder
-	exited     chan error // cmd.Wait's result, once
-	closeStdin func()     // the client goes
+	exited     chan error   // cmd.Wait's result, once
+	closeStdin func() error // the client goes
 }
 
 func startSnapshot(t *testing.T, ws, store string, opts checkpoint.CaptureOptions, env ...string) *agentRun {
@@ -106,7 +111,7 @@ func startSnapshot(t *testing.T, ws, store string, opts checkpoint.CaptureOption
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &agentRun{cmd: cmd, stderr: &strings.Builder{}, exited: make(chan error, 1), closeStdin: func() { stdin.Close() }}
+	r := &agentRun{cmd: cmd, stderr: &strings.Builder{}, exited: make(chan error, 1), closeStdin: stdin.Close}
 	cmd.Stderr = r.stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -143,7 +148,7 @@ func (r *agentRun) openFIFOEnd(t *testing.T, path string, flag int) *os.File {
 			other = os.O_RDWR
 		}
 		if f, err := os.OpenFile(path, other|syscall.O_NONBLOCK, 0); err == nil {
-			f.Close()
+			_ = f.Close() // opened only to unblock the goroutine; nothing written
 		}
 	}
 	select {
@@ -224,13 +229,15 @@ func TestCaptureAbortsWhenTheClientGoes(t *testing.T) {
 		t.Fatal(err)
 	}
 	r, _, store, release := pausedSnapshot(t, goneFIFOEnv+"="+gone)
-	r.closeStdin() // the connection is cut
+	if err := r.closeStdin(); err != nil { // the connection is cut
+		t.Fatal(err)
+	}
 	// The agent has seen it go and signalled the abort (clientGone) ...
 	g := r.openFIFOEnd(t, gone, os.O_RDONLY)
 	if _, err := io.ReadAll(g); err != nil {
 		t.Fatal(err)
 	}
-	g.Close()
+	_ = g.Close() // only read
 	// ... before the capture may go on past f10.
 	release()
 	select {
@@ -256,7 +263,7 @@ func TestCaptureKilledMidwayLeavesNothingTrusted(t *testing.T) {
 	if err := r.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	<-r.exited
+	t.Logf("the killed agent: %v", <-r.exited)
 	checkStoreTrustworthy(t, store)
 	if objects, _ := filepath.Glob(filepath.Join(store, "objects", "*", "*")); len(objects) != storedBeforeIt {
 		t.Fatalf("after the kill the store holds %d objects; want the %d stored before it", len(objects), storedBeforeIt)
@@ -292,7 +299,10 @@ func TestCaptureCompletesWhileTheClientWaits(t *testing.T) {
 	case <-time.After(time.Minute):
 		t.Fatal("snapshot did not finish")
 	}
-	r.closeStdin()
+	// Wait closed it already, once the agent exited.
+	if err := r.closeStdin(); err != nil && !errors.Is(err, os.ErrClosed) {
+		t.Fatal(err)
+	}
 	if m, _ := filepath.Glob(filepath.Join(store, "snapshots", "snap-1.json")); len(m) != 1 {
 		t.Fatal("no manifest after a completed snapshot")
 	}

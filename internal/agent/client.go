@@ -120,7 +120,7 @@ func (c *Client) digestOf(path string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // only read
 	h := sha256.New()
 	if _, err := io.Copy(h, f); err != nil {
 		return "", err
@@ -169,7 +169,7 @@ func (c *Client) agentPath(ctx context.Context, h *hosts.Host) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		defer f.Close()
+		defer func() { _ = f.Close() }() // only read
 		if err := hosts.Upload(ctx, h, p, f, 0o700); err != nil {
 			return "", fmt.Errorf("unable to install the agent on host %q: %w", h.Host(), err)
 		}
@@ -208,7 +208,7 @@ func isInstalledAgent(name string) bool {
 		return false
 	}
 	for _, r := range d {
-		if !(r >= '0' && r <= '9' || r >= 'a' && r <= 'f') {
+		if (r < '0' || r > '9') && (r < 'a' || r > 'f') {
 			return false
 		}
 	}
@@ -271,7 +271,8 @@ func runAgent(ctx context.Context, h *hosts.Host, path, op string, body []byte, 
 	// The request, then stdin held open until the answer is in: the agent
 	// takes EOF as "the client went away" and aborts.
 	hold, release := io.Pipe()
-	defer release.Close()
+	// Never written: closing it is the EOF. A PipeWriter's Close returns nil.
+	defer func() { _ = release.Close() }()
 	stdin := io.MultiReader(bytes.NewReader(append(body, '\n')), hold)
 	return h.Run(ctx, hosts.Command(path, Command, op), stdin, stdout)
 }
@@ -491,11 +492,11 @@ func (c *Client) transfer(ctx context.Context, src *hosts.Host, id string, dst *
 	exported := make(chan error, 1)
 	go func() {
 		err := src.Run(ctx, hosts.Command(srcAgent, Command, "export-objects"), bytes.NewReader(exportReq), pw)
-		pw.CloseWithError(err)
+		_ = pw.CloseWithError(err) // always nil: it only hands err to the reader
 		exported <- err
 	}()
 	err = dst.Run(ctx, hosts.Command(dstAgent, Command, "import-objects", string(importReq)), pr, nil)
-	pr.CloseWithError(io.ErrClosedPipe)
+	_ = pr.CloseWithError(io.ErrClosedPipe) // always nil: it only stops the export's writes
 	if xerr := <-exported; xerr != nil && err == nil {
 		err = xerr
 	}

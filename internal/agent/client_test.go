@@ -151,8 +151,12 @@ func TestStandaloneAgentOverSSH(t *testing.T) {
 	t.Setenv(AgentDirEnv, dir)
 
 	ws := t.TempDir()
-	os.WriteFile(filepath.Join(ws, "a.txt"), []byte("alpha"), 0o644)
-	os.WriteFile(filepath.Join(ws, "b.txt"), []byte("beta"), 0o644)
+	if err := os.WriteFile(filepath.Join(ws, "a.txt"), []byte("alpha"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(ws, "b.txt"), []byte("beta"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	c := NewClient()

@@ -111,7 +111,9 @@ func captureTwo(t *testing.T, h *hosts.Host) (s1, s2 checkpoint.Summary, diff ch
 		t.Fatal(err)
 	}
 	write("a.txt", "alpha, changed")
-	os.Remove(filepath.Join(ws, "b.txt"))
+	if err := os.Remove(filepath.Join(ws, "b.txt")); err != nil {
+		t.Fatal(err)
+	}
 	write("c.txt", "gamma")
 	write(".env", "TOKEN=two\nKEEP=same\nNEW=x\n")
 	if s2, err = c.Snapshot(ctx, h, ws, checkpoint.CaptureOptions{ID: "s2", Name: "second", IncludeEnv: true, Now: now.Add(time.Second)}); err != nil {
@@ -196,7 +198,11 @@ func TestReadsRefuseATamperedStore(t *testing.T) {
 		if err := os.WriteFile(p, changed, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { os.WriteFile(p, data, 0o600) })
+		t.Cleanup(func() { // the next subtests read the untampered store
+			if err := os.WriteFile(p, data, 0o600); err != nil {
+				t.Errorf("unable to undo the tampering of %s: %v", file, err)
+			}
+		})
 	}
 	refused := func(t *testing.T, err error, want string) {
 		t.Helper()
@@ -235,7 +241,11 @@ func TestReadsRefuseATamperedStore(t *testing.T) {
 		if err := os.WriteFile(p, data, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { os.Remove(p) })
+		t.Cleanup(func() { // the next subtests read the store without it
+			if err := os.Remove(p); err != nil {
+				t.Errorf("unable to remove the renamed manifest: %v", err)
+			}
+		})
 		_, err = c.Get(ctx, h, "s3")
 		refused(t, err, `manifest s3.json holds snapshot "s1"`)
 		_, err = c.List(ctx, h)

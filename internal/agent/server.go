@@ -56,14 +56,16 @@ var clientGone func()
 // import-objects takes its request as args[1] because stdin carries the data.
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) < 1 {
-		fmt.Fprintln(stderr, "usage: __sandboxer_agent OP")
+		// stderr is where failures are told; the exit code says it failed
+		// even when that write does not get through.
+		_, _ = fmt.Fprintln(stderr, "usage: __sandboxer_agent OP")
 		return 2
 	}
 	var req Request
 	var err error
 	if args[0] == "import-objects" {
 		if len(args) < 2 {
-			fmt.Fprintln(stderr, "import-objects: missing request")
+			_, _ = fmt.Fprintln(stderr, "import-objects: missing request")
 			return 2
 		}
 		err = json.Unmarshal([]byte(args[1]), &req)
@@ -76,7 +78,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "%s: bad request: %v\n", args[0], err)
+		_, _ = fmt.Fprintf(stderr, "%s: bad request: %v\n", args[0], err)
 		return 2
 	}
 	if args[0] != "import-objects" {
@@ -98,7 +100,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		err = json.NewEncoder(stdout).Encode(out)
 	}
 	if err != nil {
-		fmt.Fprintln(stderr, err)
+		_, _ = fmt.Fprintln(stderr, err)
 		if errors.Is(err, checkpoint.ErrNotFound) {
 			return exitNotFound
 		}

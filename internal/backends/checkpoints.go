@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/catalog"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/checkpoint"
@@ -38,10 +37,6 @@ type SnapshotRequest struct {
 	// default quiesce when Quiesce is empty. Nil: no profile limits.
 	Profile *catalog.Profile
 }
-
-// resumeTimeout bounds an unpause or a restart after a snapshot or restore,
-// which runs even when the operation's own context has ended.
-const resumeTimeout = 2 * time.Minute
 
 // DefaultQuiesce is the quiesce a snapshot of a sandbox of profile p uses
 // when its configuration sets none: the profile's snapshots.quiesce, else none.
@@ -139,7 +134,7 @@ func (r *Registry) Snapshot(ctx context.Context, h *hosts.Host, req SnapshotRequ
 	}
 	if req.Quiesce == QuiescePause {
 		if err := snap.Pause(ctx, h, sb); err != nil {
-			uctx, cancel := detached(ctx, resumeTimeout)
+			uctx, cancel := detached(ctx)
 			defer cancel()
 			_ = snap.Unpause(uctx, h, sb) // a partial pause is undone too
 			return summary, err
@@ -147,7 +142,7 @@ func (r *Registry) Snapshot(ctx context.Context, h *hosts.Host, req SnapshotRequ
 		// Unpause, also on failure, and wait until healthchecks that failed
 		// while paused pass again: the source is left as it was found.
 		defer func() {
-			uctx, cancel := detached(ctx, resumeTimeout)
+			uctx, cancel := detached(ctx)
 			defer cancel()
 			if uerr := snap.Unpause(uctx, h, sb); uerr != nil {
 				err = errors.Join(err, uerr)
@@ -196,7 +191,7 @@ func (r *Registry) RestoreInPlace(ctx context.Context, snapHost *hosts.Host, sna
 	res, err = r.agent.RestoreFrom(ctx, snapHost, snapshotID, h, sb.WorkspaceDir, opts)
 	// The services start again even when the restore failed or its context
 	// ended: the sandbox is never left stopped by a restore.
-	sctx, cancel := detached(ctx, resumeTimeout)
+	sctx, cancel := detached(ctx)
 	defer cancel()
 	if serr := snap.Start(sctx, h, sb); serr != nil {
 		return res, errors.Join(err, serr)

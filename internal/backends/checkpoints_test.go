@@ -35,7 +35,9 @@ func profile(t *testing.T, name string) *catalog.Profile {
 func write(t *testing.T, dir, rel, content string) {
 	t.Helper()
 	p := filepath.Join(dir, rel)
-	os.MkdirAll(filepath.Dir(p), 0o755)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +56,7 @@ func secondSSHHost(t *testing.T) *hosts.Host {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { tr.Close() })
+	t.Cleanup(func() { _ = tr.Close() })
 	return &hosts.Host{Transport: tr, RootDir: t.TempDir()}
 }
 
@@ -70,7 +72,7 @@ func TestCheckpointTutorialOnComposeOverSSH(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer reg.Destroy(context.Background(), h, sb.ID)
+	defer func() { _ = reg.Destroy(context.Background(), h, sb.ID) }() // best-effort cleanup
 	ws := sb.WorkspaceDir
 	write(t, ws, "app/state.txt", "good state\n")
 	write(t, ws, "app/debug.log", "log noise\n")
@@ -89,7 +91,9 @@ func TestCheckpointTutorialOnComposeOverSSH(t *testing.T) {
 
 	// Break things, then restore in place.
 	write(t, ws, "app/state.txt", "broken")
-	os.Remove(filepath.Join(ws, "README.txt"))
+	if err := os.Remove(filepath.Join(ws, "README.txt")); err != nil {
+		t.Fatal(err)
+	}
 	write(t, ws, "app/junk.txt", "junk")
 	write(t, ws, ".env", "TOKEN=two\n")
 	res, err := reg.RestoreInPlace(ctx, h, snap.ID, h, sb.ID, checkpoint.RestoreOptions{Files: true, Env: true, Overwrite: true, Prune: true})
@@ -112,7 +116,7 @@ func TestCheckpointTutorialOnComposeOverSSH(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer reg.Destroy(context.Background(), h2, nsb.ID)
+	defer func() { _ = reg.Destroy(context.Background(), h2, nsb.ID) }() // best-effort cleanup
 	if nres.FilesRestored != 3 || content(nsb.WorkspaceDir, "app/state.txt") != "good state\n" || content(nsb.WorkspaceDir, ".env") != "TOKEN=one\n" {
 		t.Fatalf("new sandbox not populated: %+v", nres)
 	}
@@ -151,7 +155,7 @@ func TestPauseIsUndoneWhenCaptureFails(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer reg.Destroy(ctx, h, sb.ID)
+	defer func() { _ = reg.Destroy(ctx, h, sb.ID) }() // best-effort cleanup
 	_, err = reg.Snapshot(ctx, h, backends.SnapshotRequest{ID: "s1", SandboxID: sb.ID, Quiesce: backends.QuiescePause, Profile: &catalog.Profile{Snapshots: catalog.SnapshotSettings{MaxFiles: 1}}})
 	if err == nil || !strings.Contains(err.Error(), "over the limit") {
 		t.Fatalf("want a limit error, got %v", err)
@@ -223,7 +227,7 @@ func TestSnapshotReadsChangeNothingOnTheHost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer reg.Destroy(context.Background(), h, sb.ID)
+	defer func() { _ = reg.Destroy(context.Background(), h, sb.ID) }() // best-effort cleanup
 	write(t, sb.WorkspaceDir, "app/state.txt", "one\n")
 	s1, err := reg.Snapshot(ctx, h, backends.SnapshotRequest{ID: "snap-1", SandboxID: sb.ID, Name: "one"})
 	if err != nil {

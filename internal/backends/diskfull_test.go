@@ -5,7 +5,9 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +21,16 @@ import (
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/checkpoint"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/testharness"
 )
+
+// freeBytes is the space st says is available, refused if it does not fit
+// an int64.
+func freeBytes(st *syscall.Statfs_t) (int64, error) {
+	blocks, size := st.Bavail, st.Bsize
+	if blocks > math.MaxInt64 || size <= 0 || int64(blocks) > math.MaxInt64/size {
+		return 0, fmt.Errorf("%d free blocks of %d bytes: out of range", blocks, size)
+	}
+	return int64(blocks) * size, nil
+}
 
 // A root directory on a small tmpfs filled by a snapshot: the snapshot
 // fails saying the disk is full, writes no manifest and leaves no object
@@ -57,7 +69,10 @@ func TestSnapshotOnAFullDisk(t *testing.T) {
 	if err := syscall.Statfs(mnt, &st); err != nil {
 		t.Fatal(err)
 	}
-	free := int64(st.Bavail) * st.Bsize
+	free, err := freeBytes(&st)
+	if err != nil {
+		t.Fatalf("the %s tmpfs: %v", mnt, err)
+	}
 	if free < 4<<20 {
 		t.Fatalf("only %d bytes free on the %s tmpfs after the first snapshot", free, mnt)
 	}
@@ -88,7 +103,7 @@ func TestSnapshotOnAFullDisk(t *testing.T) {
 		if err != nil || d.IsDir() {
 			return err
 		}
-		data, err := os.ReadFile(p)
+		data, err := os.ReadFile(p) //nolint:gosec // G122: a test's own private store; nothing else writes there
 		if err != nil {
 			return err
 		}

@@ -170,7 +170,7 @@ func (r *Registry) Canary(ctx context.Context, h *hosts.Host, p *catalog.Profile
 		return CanaryResult{Err: err, Total: r.now().Sub(start)}
 	}
 	res := CanaryResult{OK: true, ReadyMs: sb.ReadyAt.Sub(start).Milliseconds()}
-	dctx, cancel := detached(ctx, cleanupTimeout)
+	dctx, cancel := detached(ctx)
 	defer cancel()
 	if err := r.Destroy(dctx, h, sb.ID); err != nil {
 		res.OK, res.Err = false, fmt.Errorf("the canary became ready but its teardown failed: %w", err)

@@ -1,5 +1,5 @@
 #!/bin/sh
-# sandboxer-reaper v3
+# sandboxer-reaper v4
 # Tears down the sandboxes of one root directory whose expiry has passed, and
 # those whose create was abandoned (never ready, create deadline passed),
 # using the record each sandbox leaves in <root>/.sandboxer/sandboxes. Runs
@@ -63,14 +63,28 @@ for rec in "$root"/.sandboxer/sandboxes/*.json; do
 	[ "$(printf '%s\n%s\n' "$exp" "$now" | sort | head -n 1)" = "$exp" ] && [ "$exp" != "$now" ] || continue
 	if [ -n "$project" ]; then
 		case "$project" in *[!a-z0-9-]*) continue ;; esac
+		# An engine that does not answer (stopped, restarting) lists
+		# nothing: each listing must succeed and nothing may remain, or
+		# the workspace and record stay for the next run.
+		gone=1
 		for cli in docker podman; do
 			command -v "$cli" >/dev/null 2>&1 || continue
 			f="label=com.docker.compose.project=$project"
-			ids=$($cli ps -aq --filter "$f"); [ -z "$ids" ] || $cli rm -f -v $ids >/dev/null
-			ids=$($cli network ls -q --filter "$f"); [ -z "$ids" ] || $cli network rm $ids >/dev/null
-			ids=$($cli volume ls -q --filter "$f"); [ -z "$ids" ] || $cli volume rm -f $ids >/dev/null
+			gone=
+			ids=$($cli ps -aq --filter "$f") || break
+			[ -z "$ids" ] || $cli rm -f -v $ids >/dev/null
+			ids=$($cli network ls -q --filter "$f") || break
+			[ -z "$ids" ] || $cli network rm $ids >/dev/null
+			ids=$($cli volume ls -q --filter "$f") || break
+			[ -z "$ids" ] || $cli volume rm -f $ids >/dev/null
+			left=$($cli ps -aq --filter "$f" && $cli network ls -q --filter "$f" && $cli volume ls -q --filter "$f") || break
+			[ -n "$left" ] || gone=1
 			break
 		done
+		if [ -z "$gone" ]; then
+			echo "skipped $id: $cli did not answer, or containers, networks or volumes of $project remain" >&2
+			continue
+		fi
 	fi
 	if [ -n "$ws" ]; then
 		# Removed from inside its verified parent, so a symlink put in the

@@ -25,12 +25,14 @@ func TestReaperRemovesOnlyExpiredSandboxes(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	h := testharness.SSHHost(t)
-	t.Cleanup(func() { backends.UninstallReaper(context.Background(), h) }) // its crontab line
+	t.Cleanup(func() { _ = backends.UninstallReaper(context.Background(), h) }) // its crontab line
 	reg := backends.NewRegistry(composessh.New(os.Getenv("SANDBOXER_COMPOSE_CMD")))
 	reg.SetReaper(h.Host(), backends.ReaperOn)
 	repo := testharness.ComposeRepo(t, testharness.Image(t), "app")
 	foreign := filepath.Join(h.RootDir, "someone-elses")
-	os.MkdirAll(foreign, 0o755)
+	if err := os.MkdirAll(foreign, 0o755); err != nil {
+		t.Fatal(err)
+	}
 
 	expiring, err := reg.Create(ctx, backends.Request{ID: backends.NewID(), Profile: profile(t, "profile.compose-e2e"), Host: h,
 		Inputs: map[string]string{"repo": repo}, TTL: time.Second})
@@ -42,7 +44,7 @@ func TestReaperRemovesOnlyExpiredSandboxes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer reg.Destroy(context.Background(), h, keeper.ID)
+	defer func() { _ = reg.Destroy(context.Background(), h, keeper.ID) }() // best-effort cleanup
 	time.Sleep(1500 * time.Millisecond)
 
 	reaped, err := backends.RunReaper(ctx, h)
@@ -98,13 +100,7 @@ func TestReaperOnAndOffInCrontab(t *testing.T) {
 	}
 	// The harness user's crontab is shared: put it back afterwards.
 	saved := run("crontab -l 2>/dev/null || true")
-	t.Cleanup(func() {
-		if strings.TrimSpace(saved) == "" {
-			hosts.Output(context.Background(), h, "crontab -r 2>/dev/null || true")
-			return
-		}
-		h.Run(context.Background(), "crontab -", strings.NewReader(saved), nil)
-	})
+	t.Cleanup(func() { restoreCrontab(t, h, saved) })
 	run("printf '0 3 * * * echo unrelated\\n' | crontab -")
 
 	root, err := filepath.EvalSymlinks(h.RootDir)
@@ -112,7 +108,7 @@ func TestReaperOnAndOffInCrontab(t *testing.T) {
 		t.Fatal(err)
 	}
 	sibling := &hosts.Host{Transport: h.Transport, RootDir: root + "-sibling"} // same prefix
-	t.Cleanup(func() { os.RemoveAll(sibling.RootDir) })
+	t.Cleanup(func() { _ = os.RemoveAll(sibling.RootDir) })
 	if err := backends.InstallReaper(ctx, sibling); err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +163,9 @@ func TestReaperOnAndOffInCrontab(t *testing.T) {
 	}
 
 	// A root directory deleted by hand still has its line removed.
-	os.RemoveAll(sibling.RootDir)
+	if err := os.RemoveAll(sibling.RootDir); err != nil {
+		t.Fatal(err)
+	}
 	if err := backends.UninstallReaper(ctx, sibling); err != nil {
 		t.Fatal(err)
 	}
@@ -185,13 +183,22 @@ func saveCrontab(t *testing.T, h *hosts.Host) {
 		t.Fatal(err)
 	}
 	saved := string(out)
-	t.Cleanup(func() {
-		if strings.TrimSpace(saved) == "" {
-			hosts.Output(context.Background(), h, "crontab -r 2>/dev/null || true")
-			return
-		}
-		h.Run(context.Background(), "crontab -", strings.NewReader(saved), nil)
-	})
+	t.Cleanup(func() { restoreCrontab(t, h, saved) })
+}
+
+// restoreCrontab puts saved back as the harness user's crontab (shared by
+// every test); a failure is the test's, as it leaves the next test another.
+func restoreCrontab(t *testing.T, h *hosts.Host, saved string) {
+	t.Helper()
+	var err error
+	if strings.TrimSpace(saved) == "" {
+		_, err = hosts.Output(context.Background(), h, "crontab -r 2>/dev/null || true")
+	} else {
+		err = h.Run(context.Background(), "crontab -", strings.NewReader(saved), nil)
+	}
+	if err != nil {
+		t.Errorf("unable to restore the crontab: %v", err)
+	}
 }
 
 // A root directory is data, never code: one holding $( ), } and a quote
@@ -203,9 +210,9 @@ func TestHostileRootDirectory(t *testing.T) {
 	h := testharness.SSHHost(t)
 	saveCrontab(t, h)
 	marker := filepath.Join(os.TempDir(), "sandboxer-injected-"+backends.NewID())
-	t.Cleanup(func() { os.Remove(marker) })
+	t.Cleanup(func() { _ = os.Remove(marker) }) // usually never made
 	h.RootDir = filepath.Join(h.RootDir, "r$(touch "+marker+")}x'y`touch "+marker+"`")
-	t.Cleanup(func() { backends.UninstallReaper(context.Background(), h) })
+	t.Cleanup(func() { _ = backends.UninstallReaper(context.Background(), h) })
 	reg := backends.NewRegistry(vmattach.New())
 	reg.SetReaper(h.Host(), backends.ReaperOn)
 
@@ -278,7 +285,7 @@ func TestReaperSkipsTamperedRecords(t *testing.T) {
 	defer cancel()
 	h := testharness.SSHHost(t)
 	saveCrontab(t, h)
-	t.Cleanup(func() { backends.UninstallReaper(context.Background(), h) })
+	t.Cleanup(func() { _ = backends.UninstallReaper(context.Background(), h) })
 	if err := backends.InstallReaper(ctx, h); err != nil {
 		t.Fatal(err)
 	}
@@ -296,7 +303,9 @@ func TestReaperSkipsTamperedRecords(t *testing.T) {
 		sb.ExpiresAt = &expired
 		data, _ := json.MarshalIndent(sb, "", "  ")
 		p := filepath.Join(root, ".sandboxer", "sandboxes", file+".json")
-		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
 		if err := os.WriteFile(p, append(data, '\n'), 0o600); err != nil {
 			t.Fatal(err)
 		}

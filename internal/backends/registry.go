@@ -55,16 +55,18 @@ var ErrCleanupFailed = errors.New("cleanup after the failure also failed")
 // context has none.
 const defaultCreateDeadline = 30 * time.Minute
 
-// cleanupTimeout bounds the teardown that follows a failed create, which
-// runs even when the create's own context has ended.
-const cleanupTimeout = 2 * time.Minute
+// detachedTimeout bounds each step that runs even when the operation's own
+// context has ended: the teardown that follows a failed create, an unpause
+// or a restart after a snapshot or restore.
+const detachedTimeout = 2 * time.Minute
 
-// detached is ctx without its cancellation but with a deadline of its own:
-// for work that must still run after ctx ended (a cleanup, an unpause, a
-// restart after a restore), yet never forever on a host that stopped
-// answering. Every such step uses it; none uses context.WithoutCancel alone.
-func detached(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.WithoutCancel(ctx), d)
+// detached is ctx without its cancellation but with a deadline of its own
+// (detachedTimeout): for work that must still run after ctx ended (a
+// cleanup, an unpause, a restart after a restore), yet never forever on a
+// host that stopped answering. Every such step uses it; none uses
+// context.WithoutCancel alone.
+func detached(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), detachedTimeout)
 }
 
 // Create provisions a sandbox and waits until it is ready. On any failure
@@ -183,7 +185,7 @@ func (r *Registry) create(ctx context.Context, ext Extension, req Request) (*San
 // marked with ErrCleanupFailed when the cleanup failed too. The cleanup runs
 // even when ctx has ended (a timeout is often the cause), bounded on its own.
 func CleanUpAfter(ctx context.Context, cause error, h *hosts.Host, id string, cleanup func(context.Context) error) error {
-	cctx, cancel := detached(ctx, cleanupTimeout)
+	cctx, cancel := detached(ctx)
 	defer cancel()
 	if err := cleanup(cctx); err != nil {
 		return fmt.Errorf("%w\n\n%w: sandbox %s may remain on host %q: %v", cause, ErrCleanupFailed, id, h.Host(), err)

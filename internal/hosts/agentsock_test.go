@@ -22,7 +22,7 @@ type countingAgent struct {
 	allClosed      chan struct{} // one value per closed connection
 }
 
-func (a *countingAgent) serve(t *testing.T, l net.Listener, keyring agent.Agent) {
+func (a *countingAgent) serve(l net.Listener, keyring agent.Agent) {
 	for {
 		c, err := l.Accept()
 		if err != nil {
@@ -58,9 +58,9 @@ func TestAgentSocketClosedAfterHandshake(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer al.Close()
+	defer func() { _ = al.Close() }()
 	ag := &countingAgent{allClosed: make(chan struct{}, 16)}
-	go ag.serve(t, al, keyring)
+	go ag.serve(al, keyring)
 	t.Setenv("SSH_AUTH_SOCK", sock)
 
 	// An in-process SSH server that accepts exactly the agent's key.
@@ -84,7 +84,7 @@ func TestAgentSocketClosedAfterHandshake(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer sl.Close()
+	defer func() { _ = sl.Close() }()
 	go func() {
 		for {
 			c, err := sl.Accept()

@@ -40,7 +40,10 @@ func (l *Local) Run(ctx context.Context, script string, stdin io.Reader, stdout 
 	if in != nil {
 		go func() {
 			_, _ = io.Copy(in, stdin)
-			in.Close()
+			// Not awaited (stdin may stay open until Run returns), and
+			// Wait closes the pipe too: the pipe holds no buffer to flush,
+			// and an error here is at most that race (os.ErrClosed).
+			_ = in.Close()
 		}()
 	}
 	err := cmd.Wait()

@@ -11,8 +11,8 @@ func Quote(s string) string {
 	}
 	safe := true
 	for _, r := range s {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' ||
-			strings.ContainsRune("@%_+=:,./-", r)) {
+		if (r < 'a' || r > 'z') && (r < 'A' || r > 'Z') && (r < '0' || r > '9') &&
+			!strings.ContainsRune("@%_+=:,./-", r) {
 			safe = false
 			break
 		}

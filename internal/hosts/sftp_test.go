@@ -73,7 +73,7 @@ func startSSHD(t *testing.T, extra ...string) *privateSSHD {
 		t.Fatal(err)
 	}
 	addr := l.Addr().String()
-	l.Close()
+	_ = l.Close() // it only picked a free port, for sshd to listen on
 	// As scripts/harness/up.sh writes it, minus what the test varies (the
 	// Subsystem line above all).
 	config := strings.Join(append([]string{
@@ -158,8 +158,11 @@ func checkFile(t *testing.T, path string, want []byte, mode os.FileMode) {
 	}
 }
 
-func checkDirMode(t *testing.T, path string, mode os.FileMode) {
+// checkDirMode fails unless path is a directory of mode 0700, the mode the
+// transports give the directories they make (parents, temporaries).
+func checkDirMode(t *testing.T, path string) {
 	t.Helper()
+	const mode os.FileMode = 0o700
 	st, err := os.Stat(path)
 	if err != nil {
 		t.Fatal(err)
@@ -206,7 +209,7 @@ func TestWriteFileOverSFTP(t *testing.T) {
 	}
 	checkFile(t, f, []byte("x=1\n"), 0o600)
 	for _, d := range []string{"a", "a/b", "a/b/c"} {
-		checkDirMode(t, filepath.Join(root, d), 0o700)
+		checkDirMode(t, filepath.Join(root, d))
 	}
 	if n := hosts.SFTPWrites(tr); n != 1 {
 		t.Fatalf("%d writes went through sftp, want 1", n)
@@ -269,7 +272,7 @@ func TestWriteFileOverSFTPReplacesAtomically(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer old.Close()
+	defer func() { _ = old.Close() }() // only read
 	var before syscall.Stat_t
 	if err := syscall.Stat(f, &before); err != nil {
 		t.Fatal(err)
@@ -381,7 +384,7 @@ func TestWriteFileOverSFTPKeepsDataPrivateWhileWriting(t *testing.T) {
 	if tmp == "" {
 		t.Fatalf("no temporary beside the file while writing: %v", entries)
 	}
-	checkDirMode(t, tmp, 0o700)
+	checkDirMode(t, tmp)
 	checkOnly(t, tmp, ".env")
 	close(r.release)
 	if err := <-done; err != nil {
@@ -452,8 +455,8 @@ func TestWriteFileFallsBackWithoutSFTPSubsystem(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkFile(t, f, []byte("one\n"), 0o600)
-	checkDirMode(t, filepath.Join(dir, "x"), 0o700)
-	checkDirMode(t, filepath.Join(dir, "x", "y"), 0o700)
+	checkDirMode(t, filepath.Join(dir, "x"))
+	checkDirMode(t, filepath.Join(dir, "x", "y"))
 	big := randomBytes(t, 3<<20)
 	if err := hosts.Upload(ctx, &hosts.Host{Transport: tr}, f, bytes.NewReader(big), 0o640); err != nil {
 		t.Fatal(err)
@@ -482,7 +485,9 @@ func TestWriteFileFallsBackWithoutSFTPSubsystem(t *testing.T) {
 	}
 
 	// A new connection asks again: the host may have been reconfigured.
-	tr.Close()
+	if err := tr.Close(); err != nil {
+		t.Fatal(err)
+	}
 	if err := hosts.WriteFile(ctx, tr, f, []byte("two\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -541,7 +546,9 @@ func TestSFTPChannelCountsAgainstSessionCap(t *testing.T) {
 	most := 0
 	for _, f := range strings.Fields(string(seen)) {
 		var n int
-		fmt.Sscan(f, &n)
+		if _, err := fmt.Sscan(f, &n); err != nil {
+			t.Fatalf("seen holds %q, not a count: %v", f, err)
+		}
 		most = max(most, n)
 	}
 	if most != 2 {
@@ -627,14 +634,18 @@ func BenchmarkSingleFileTransfer(b *testing.B) {
 			b.Fatal(err)
 		}
 		var uid, gid int
-		fmt.Sscan(u.Uid, &uid)
-		fmt.Sscan(u.Gid, &gid)
+		if _, err := fmt.Sscan(u.Uid, &uid); err != nil {
+			b.Fatalf("uid %q: %v", u.Uid, err)
+		}
+		if _, err := fmt.Sscan(u.Gid, &gid); err != nil {
+			b.Fatalf("gid %q: %v", u.Gid, err)
+		}
 		// b.TempDir's parents are closed to other users.
-		dir, err := os.MkdirTemp("", "sandboxer-bench-")
+		dir, err := os.MkdirTemp("", "sandboxer-bench-") //nolint:usetesting // b.TempDir's parents are 0700: the non-root user could not reach it
 		if err != nil {
 			b.Fatal(err)
 		}
-		defer os.RemoveAll(dir)
+		defer func() { _ = os.RemoveAll(dir) }()
 		if err := os.Chown(dir, uid, gid); err != nil {
 			b.Fatal(err)
 		}
@@ -649,7 +660,7 @@ func benchTransfer(b *testing.B, cfg hosts.SSHConfig, dir string, big, small []b
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer tr.Close()
+	defer func() { _ = tr.Close() }()
 	ctx := context.Background()
 	viaSFTP := func(p string, data []byte, mode os.FileMode) error {
 		return tr.WriteFileAtomic(ctx, p, bytes.NewReader(data), mode)

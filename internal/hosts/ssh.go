@@ -148,7 +148,9 @@ func (s *SSH) Run(ctx context.Context, script string, stdin io.Reader, stdout io
 			return fmt.Errorf("host %q (%s): unable to open SSH session: %w", s.cfg.Name, s.cfg.Address, err)
 		}
 	}
-	defer session.Close()
+	// Closed after its command ended (or was killed and closed below): an
+	// error (io.EOF once closed) says nothing about the command.
+	defer func() { _ = session.Close() }()
 
 	session.Stdin = stdin
 	if stdout == nil {
@@ -169,7 +171,7 @@ func (s *SSH) Run(ctx context.Context, script string, stdin io.Reader, stdout io
 	case <-ctx.Done():
 		_ = session.Signal(ssh.SIGKILL)
 		_ = session.Close()
-		<-done
+		<-done //nolint:errcheck // killed: how its Wait ends says nothing more
 		return ctx.Err()
 	}
 	if err == nil {

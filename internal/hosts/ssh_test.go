@@ -28,7 +28,7 @@ func newSSH(t *testing.T, cfg hosts.SSHConfig) *hosts.SSH {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { tr.Close() })
+	t.Cleanup(func() { _ = tr.Close() })
 	return tr
 }
 
@@ -164,9 +164,15 @@ func TestSSHSessionCapOverOneConnection(t *testing.T) {
 func TestCopyDirAndWriteFile(t *testing.T) {
 	tr := newSSH(t, testharness.SSHConfig(t, "copy", false))
 	src := t.TempDir()
-	os.MkdirAll(filepath.Join(src, "sub dir"), 0o755)
-	os.WriteFile(filepath.Join(src, "sub dir", "it's.txt"), []byte("content"), 0o640)
-	os.Symlink("/etc/passwd", filepath.Join(src, "link"))
+	if err := os.MkdirAll(filepath.Join(src, "sub dir"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(src, "sub dir", "it's.txt"), []byte("content"), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/etc/passwd", filepath.Join(src, "link")); err != nil {
+		t.Fatal(err)
+	}
 	dst := filepath.Join(t.TempDir(), "dst")
 	ctx := context.Background()
 	if err := hosts.CopyDir(ctx, tr, src, dst); err != nil {

@@ -142,7 +142,11 @@ func (e *Extension) compose(ctx context.Context, h *hosts.Host) ([]string, error
 		return strings.Fields(e.ComposeCommand), nil
 	}
 	if v, ok := e.detected.Load(h.Host()); ok {
-		return v.([]string), nil
+		argv, ok := v.([]string)
+		if !ok {
+			panic(fmt.Sprintf("composessh: detected compose command of type %T: only []string is stored", v))
+		}
+		return argv, nil
 	}
 	out, err := hosts.Output(ctx, h, `if docker compose version >/dev/null 2>&1; then echo "docker compose"
 elif command -v docker-compose >/dev/null 2>&1; then echo docker-compose
@@ -426,12 +430,16 @@ func (e *Extension) Teardown(ctx context.Context, h *hosts.Host, sb *backends.Sa
 			inWorkspace(&backends.Sandbox{WorkspaceDir: sb.WorkspaceDir, ComposeProject: project, ComposeFile: sb.ComposeFile, ID: sb.ID, NetworkOverride: sb.NetworkOverride},
 				compose, "down", "--volumes", "--remove-orphans", "--timeout", "5"))
 	}
-	fmt.Fprintf(&script, `ids=$(%[1]s ps -aq --filter %[2]s); if [ -n "$ids" ]; then %[1]s rm -f -v $ids >/dev/null; fi
-ids=$(%[1]s network ls -q --filter %[2]s); if [ -n "$ids" ]; then %[1]s network rm $ids >/dev/null; fi
-ids=$(%[1]s volume ls -q --filter %[2]s); if [ -n "$ids" ]; then %[1]s volume rm -f $ids >/dev/null; fi
-left=$(%[1]s ps -aq --filter %[2]s; %[1]s network ls -q --filter %[2]s; %[1]s volume ls -q --filter %[2]s)
-if [ -n "$left" ]; then echo "resources of project %[3]s remain: $left" >&2; exit 1; fi
-`, eng, filter, project)
+	// An engine that does not answer (stopped, restarting) lists nothing:
+	// every listing must succeed, or nothing is known to be gone and the
+	// record and workspace, which name what to remove, must stay.
+	fmt.Fprintf(&script, `unanswered() { echo "the container engine did not answer: what the sandbox made there may remain" >&2; exit 1; }
+ids=$(%[1]s ps -aq --filter %[2]s) || unanswered; if [ -n "$ids" ]; then %[1]s rm -f -v $ids >/dev/null; fi
+ids=$(%[1]s network ls -q --filter %[2]s) || unanswered; if [ -n "$ids" ]; then %[1]s network rm $ids >/dev/null; fi
+ids=$(%[1]s volume ls -q --filter %[2]s) || unanswered; if [ -n "$ids" ]; then %[1]s volume rm -f $ids >/dev/null; fi
+left=$(%[1]s ps -aq --filter %[2]s && %[1]s network ls -q --filter %[2]s && %[1]s volume ls -q --filter %[2]s) || unanswered
+if [ -n "$left" ]; then echo "resources of project "%[3]s" remain: $left" >&2; exit 1; fi
+`, eng, filter, hosts.Quote(project))
 	// The network reservation goes last, once its networks are gone. Its
 	// path comes from the id, never from the record.
 	fmt.Fprintf(&script, "rm -f -- %s\n", hosts.Quote(overridePath(h, sb)))

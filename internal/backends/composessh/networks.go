@@ -2,6 +2,7 @@ package composessh
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"net/netip"
 	"path"
@@ -82,7 +83,11 @@ func (e *Extension) pool(h *hosts.Host) *networkPool {
 		prefix = DefaultNetworkPool
 	}
 	v, _ := e.pools.LoadOrStore(h.Host(), &networkPool{prefix: prefix})
-	return v.(*networkPool)
+	p, ok := v.(*networkPool)
+	if !ok {
+		panic(fmt.Sprintf("composessh: network pool of type %T: only *networkPool is stored", v))
+	}
+	return p
 }
 
 // overrideFor is the absolute path of a sandbox's network override (and
@@ -134,11 +139,12 @@ func choose(pool netip.Prefix, bits, n int, taken []netip.Prefix) ([]netip.Prefi
 	var out []netip.Prefix
 	step := uint32(1) << (32 - bits)
 	base := pool.Masked().Addr().As4()
-	start := uint32(base[0])<<24 | uint32(base[1])<<16 | uint32(base[2])<<8 | uint32(base[3])
+	start := binary.BigEndian.Uint32(base[:])
 	count := uint64(1) << (bits - pool.Bits())
 	for i := uint64(0); i < count && len(out) < n; i++ {
-		a := start + uint32(i)*step
-		cand := netip.PrefixFrom(netip.AddrFrom4([4]byte{byte(a >> 24), byte(a >> 16), byte(a >> 8), byte(a)}), bits)
+		var a [4]byte
+		binary.BigEndian.PutUint32(a[:], start+uint32(i)*step)
+		cand := netip.PrefixFrom(netip.AddrFrom4(a), bits)
 		if !overlapsAny(cand, taken) && !overlapsAny(cand, out) {
 			out = append(out, cand)
 		}

@@ -69,9 +69,10 @@ func (e *Extension) load(p *catalog.Profile, inputs, env map[string]string) (bac
 	return loadProject(repo, file, env)
 }
 
-// loadPlan is loadProject without the networks (for tests).
-func loadPlan(repo, file string, env map[string]string) (backends.Plan, error) {
-	plan, _, err := loadProject(repo, file, env)
+// loadPlan is loadProject of repo's docker-compose.yml without the networks
+// (for tests).
+func loadPlan(repo string, env map[string]string) (backends.Plan, error) {
+	plan, _, err := loadProject(repo, "docker-compose.yml", env)
 	return plan, err
 }
 

@@ -43,7 +43,7 @@ func TestPlanListsServicesByName(t *testing.T) {
     image: busybox
     profiles: [debug]
 `, nil)
-	plan, err := loadPlan(repo, "docker-compose.yml", nil)
+	plan, err := loadPlan(repo, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +77,7 @@ func TestPlanDiagnosticsNameFileAndLine(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			repo := repoWith(t, c.compose, c.extra)
-			_, err := loadPlan(repo, "docker-compose.yml", nil)
+			_, err := loadPlan(repo, nil)
 			var fe *FileError
 			if !errors.As(err, &fe) {
 				t.Fatalf("err = %v, want a *FileError", err)
@@ -97,7 +97,7 @@ func TestPlanDiagnosticsNameFileAndLine(t *testing.T) {
 
 func TestPlanInvalidYAMLHasLine(t *testing.T) {
 	repo := repoWith(t, "services:\n  web:\n    image: busybox\n  worker:\n\timage: busybox\n", nil)
-	_, err := loadPlan(repo, "docker-compose.yml", nil)
+	_, err := loadPlan(repo, nil)
 	var fe *FileError
 	if !errors.As(err, &fe) || fe.Line != 5 {
 		t.Fatalf("err = %v, want line 5", err)
@@ -106,7 +106,7 @@ func TestPlanInvalidYAMLHasLine(t *testing.T) {
 
 func TestPlanAcceptsBuildInsideRepo(t *testing.T) {
 	repo := repoWith(t, "services:\n  web:\n    build: ./app\n", map[string]string{"app/Dockerfile": "FROM scratch\n"})
-	plan, err := loadPlan(repo, "docker-compose.yml", nil)
+	plan, err := loadPlan(repo, nil)
 	if err != nil || !reflect.DeepEqual(plan.Services, []string{"web"}) {
 		t.Fatalf("plan = %v, %v", plan, err)
 	}
@@ -130,7 +130,7 @@ networks:
   shared:
     external: true
 `, map[string]string{"data/keep": ""})
-	plan, err := loadPlan(repo, "docker-compose.yml", nil)
+	plan, err := loadPlan(repo, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,13 +152,13 @@ networks:
 // when it has one (it replaces the repo's .env), else the repo's own.
 func TestPlanInterpolatesFromTheWorkspaceEnv(t *testing.T) {
 	repo := repoWith(t, "services:\n  web:\n    image: ${IMAGE:?set IMAGE}\n", map[string]string{".env": "IMAGE=busybox\n"})
-	if _, err := loadPlan(repo, "docker-compose.yml", nil); err != nil {
+	if _, err := loadPlan(repo, nil); err != nil {
 		t.Fatalf("repo .env not read: %v", err)
 	}
-	if _, err := loadPlan(repo, "docker-compose.yml", map[string]string{"OTHER": "x"}); err == nil {
+	if _, err := loadPlan(repo, map[string]string{"OTHER": "x"}); err == nil {
 		t.Fatal("the sandbox's env replaces the repo .env, yet IMAGE was found")
 	}
-	if _, err := loadPlan(repo, "docker-compose.yml", map[string]string{"IMAGE": "busybox"}); err != nil {
+	if _, err := loadPlan(repo, map[string]string{"IMAGE": "busybox"}); err != nil {
 		t.Fatalf("sandbox env not read: %v", err)
 	}
 }
