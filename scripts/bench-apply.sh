@@ -12,6 +12,15 @@
 #   3. `terraform plan` (refresh) of M sandboxes + M snapshots (default 50)
 #        vs 1 + 1                                                goal <= 2x
 #   4. SSH handshakes of the apply of N and of the plan of M     goal 1 each
+#   5. `terraform apply` adding an incremental snapshot after 1% of the files
+#        of a workspace changed (default 5,000 files, 256 MiB, half random)
+#        vs the full snapshot's, each counted above a plan      goal <= 0.15x
+#   6. the full snapshot's apply (above a plan) vs `tar -c | gzip -1`
+#        of the workspace                                        goal <= 0.3x
+#   7. `terraform apply` of a restore into a new sandbox (above a plan)
+#        vs `tar -x` of the same data                            goal <= 0.8x
+#   8. the store's size after the full snapshot vs the size of its
+#        `tar -c | gzip -1`                                      goal <= 1.0x
 #
 # Medians of SANDBOXER_BENCH_RUNS (3) runs, each side timed in turn, so load
 # on the host weighs on all of them alike. Prints a table and exits 1 when a
@@ -19,8 +28,11 @@
 #
 #   bash scripts/bench-apply.sh
 #   SANDBOXER_BENCH_N=4 SANDBOXER_BENCH_M=10 SANDBOXER_BENCH_RUNS=1 bash scripts/bench-apply.sh   # quick
+#   SANDBOXER_BENCH_ROWS=checkpoint bash scripts/bench-apply.sh   # rows 5-8 only
 #
-# Settings: SANDBOXER_BENCH_N, _M, _RUNS, SANDBOXER_BENCH_COMPOSE (the compose
+# Settings: SANDBOXER_BENCH_ROWS (apply = 1, 2 and 4; plan = 3 and 4;
+# checkpoint = 5-8; default all), SANDBOXER_BENCH_N, _M, _RUNS,
+# SANDBOXER_BENCH_CK_FILES, _CK_MIB, SANDBOXER_BENCH_COMPOSE (the compose
 # command on every side; default `docker compose`, v2, as on users' hosts),
 # SANDBOXER_BENCH_SSH_PORT (the benchmark's sshd, default 2298). Needs the
 # harness: scripts/harness/install.sh and up.sh, as root.
@@ -34,6 +46,8 @@ M="${SANDBOXER_BENCH_M:-50}"
 RUNS="${SANDBOXER_BENCH_RUNS:-3}"
 COMPOSE="${SANDBOXER_BENCH_COMPOSE:-docker compose}"
 PORT="${SANDBOXER_BENCH_SSH_PORT:-2298}"
+ROWS="${SANDBOXER_BENCH_ROWS:-apply,plan,checkpoint}"
+want() { case ",$ROWS," in *",$1,"*) return 0 ;; esac; return 1; }
 
 log() { printf 'bench-apply.sh: %s\n' "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
@@ -118,6 +132,7 @@ timed() { # prints the seconds "$@" took; fails as it fails
 }
 
 # ---------------------------------------------------------------- 1, 2, 4: apply of N
+if want apply; then
 log "apply of $N compose sandboxes ($COMPOSE), $RUNS runs per side"
 : >"$state/t_prov" && : >"$state/t_re" && : >"$state/t_floor"
 for run in $(seq 1 "$RUNS"); do
@@ -134,8 +149,10 @@ for run in $(seq 1 "$RUNS"); do
 	log "run $run: provider $(tail -n1 "$state/t_prov") s, remote-exec $(tail -n1 "$state/t_re") s, shell $(tail -n1 "$state/t_floor") s"
 done
 t_prov="$(median <"$state/t_prov")" t_re="$(median <"$state/t_re")" t_floor="$(median <"$state/t_floor")"
+fi
 
 # ---------------------------------------------------------------- 3, 4: plan of M + M
+if want plan; then
 log "plan (refresh) of $M sandboxes + $M snapshots vs 1 + 1"
 planM="$(work plan-m provider)" plan1="$(work plan-1 provider)"
 common_m=("${common[@]}" -var "snapshots=true")
@@ -153,14 +170,74 @@ t_planM="$(median <"$state/t_planM")" t_plan1="$(median <"$state/t_plan1")"
 tf "$planM" destroy -auto-approve -parallelism=20 "${common_m[@]}" -var "n=$M"
 tf "$plan1" destroy -auto-approve "${common_m[@]}" -var "n=1"
 planM="" plan1=""
+fi
+
+# ---------------------------------------------------------------- 5-8: checkpoints
+# A workspace sandbox holding CK_FILES files, CK_MIB MiB: half random, half
+# text (unique lines, compressible). Each run uses a root directory (and so
+# a store) of its own; the agent is installed by an untimed first snapshot
+# of the empty workspace, as it is once per host for users. Apply times are
+# counted above a plan of the same configuration (Terraform's own start,
+# refresh and planning), which is what the provider adds.
+if want checkpoint; then
+CK_FILES="${SANDBOXER_BENCH_CK_FILES:-5000}"
+CK_MIB="${SANDBOXER_BENCH_CK_MIB:-256}"
+log "checkpoints of a workspace of $CK_FILES files, $CK_MIB MiB, $RUNS runs"
+ck="$(work checkpoint checkpoint)"
+per_file=$((CK_MIB * 1048576 / CK_FILES))
+fill_workspace() { # $1 = workspace
+	mkdir -p "$1/random" "$1/text"
+	head -c $((CK_MIB * 524288)) /dev/urandom | (cd "$1/random" && split -b "$per_file" -a 5 - r)
+	seq -f 'line %.0f of the sandboxer checkpoint benchmark, compressible text' 1 100000000 2>/dev/null |
+		head -c $((CK_MIB * 524288)) | (cd "$1/text" && split -b "$per_file" -a 5 - t)
+}
+change_one_percent() { # $1 = workspace: 1% of the files rewritten, half of them random, half text
+	local f
+	find "$1/random" -type f | sort | head -n $((CK_FILES / 200)) | while read -r f; do head -c "$per_file" /dev/urandom >"$f"; done
+	find "$1/text" -type f | sort | head -n $((CK_FILES / 200)) | while read -r f; do printf 'changed %s\n' "$RANDOM" >>"$f"; done
+}
+above_plan() { # $1 = directory, then variables: prints apply time minus plan time
+	local dir="$1" p a
+	shift
+	p="$(timed tf "$dir" plan "$@")"
+	a="$(timed tf "$dir" apply -auto-approve "$@")"
+	awk -v a="$a" -v p="$p" 'BEGIN {printf "%.3f\n", a - p}'
+}
+for f in t_full t_inc t_restore t_tarx t_gz s_store s_gz; do : >"$state/$f"; done
+for run in $(seq 1 "$RUNS"); do
+	ckroot="$(devprovider_tmpdir "ck-root-$run")"
+	ck_vars=(-var "address=127.0.0.1:$PORT" -var "user=$SANDBOXER_TEST_SSH_USER" -var "private_key_file=$SANDBOXER_TEST_SSH_KEY"
+		-var "known_hosts_file=$state/known_hosts" -var "root_dir=$ckroot")
+	tf "$ck" apply -auto-approve "${ck_vars[@]}" -var 'snapshots=["warm"]'
+	ws="$("$TERRAFORM" -chdir="$ck" output -raw workspace)"
+	fill_workspace "$ws"
+	# The baselines read the data the full snapshot reads.
+	rm -f "$state/ws.tar" && tar -C "$ws" -cf "$state/ws.tar" .
+	timed sh -c 'tar -C "$1" -cf - . | gzip -1 >"$2"' sh "$ws" "$state/ws.tar.gz" >>"$state/t_gz"
+	stat -c %s "$state/ws.tar.gz" >>"$state/s_gz"
+	rm -rf "$state/x" && mkdir "$state/x"
+	timed tar -C "$state/x" -xf "$state/ws.tar" >>"$state/t_tarx"
+	rm -rf "$state/x" "$state/ws.tar" "$state/ws.tar.gz"
+
+	above_plan "$ck" "${ck_vars[@]}" -var 'snapshots=["warm","full"]' >>"$state/t_full"
+	du -sb "$ckroot/.sandboxer/store" | cut -f1 >>"$state/s_store"
+	change_one_percent "$ws"
+	above_plan "$ck" "${ck_vars[@]}" -var 'snapshots=["warm","full","inc"]' >>"$state/t_inc"
+	above_plan "$ck" "${ck_vars[@]}" -var 'snapshots=["warm","full","inc"]' -var restore=full >>"$state/t_restore"
+	tf "$ck" destroy -auto-approve "${ck_vars[@]}" -var 'snapshots=["warm","full","inc"]' -var restore=full
+	log "run $run: full $(tail -n1 "$state/t_full") s, incremental $(tail -n1 "$state/t_inc") s, restore $(tail -n1 "$state/t_restore") s; tar -c | gzip -1 $(tail -n1 "$state/t_gz") s, tar -x $(tail -n1 "$state/t_tarx") s; store $(tail -n1 "$state/s_store") B, gzip $(tail -n1 "$state/s_gz") B"
+done
+for f in t_full t_inc t_restore t_tarx t_gz s_store s_gz; do printf -v "$f" '%s' "$(median <"$state/$f")"; done
+mib() { awk -v b="$1" 'BEGIN {printf "%.1f", b / 1048576}'; }
+fi
 
 # ---------------------------------------------------------------- report
 missed=0
-row() { # what, measured, baseline, goal (ratio <=)
-	local ratio verdict
+row() { # what, measured, baseline, goal (ratio <=)[, unit]
+	local ratio verdict unit="${5:-s}"
 	ratio="$(awk -v a="$2" -v b="$3" 'BEGIN {printf "%.2f", a / b}')"
 	if awk -v r="$ratio" -v g="$4" 'BEGIN {exit !(r <= g)}'; then verdict=PASS; else verdict=FAIL missed=1; fi
-	printf '| %s | %s s vs %s s | %sx | <= %sx | %s |\n' "$1" "$2" "$3" "$ratio" "$4" "$verdict"
+	printf '| %s | %s %s vs %s %s | %sx | <= %sx | %s |\n' "$1" "$2" "$unit" "$3" "$unit" "$ratio" "$4" "$verdict"
 }
 count() { # what, measured, goal (<=)
 	local verdict=PASS
@@ -172,9 +249,19 @@ echo "bench-apply.sh: $("$TERRAFORM" version | head -n1), $($COMPOSE version --s
 echo
 echo "| what | measured | ratio | goal | |"
 echo "|---|---|---|---|---|"
-row "apply of $N sandboxes vs remote-exec" "$t_prov" "$t_re" 0.7
-row "apply of $N sandboxes vs $N parallel shell mkdir; cp; compose up -d" "$t_prov" "$t_floor" 1.5
-row "plan of $M sandboxes + $M snapshots vs 1 + 1" "$t_planM" "$t_plan1" 2
-count "SSH handshakes, apply of $N (remote-exec: $h_re)" "$h_apply" 1
-count "SSH handshakes, plan of $M + $M" "$h_plan" 1
+if want apply; then
+	row "apply of $N sandboxes vs remote-exec" "$t_prov" "$t_re" 0.7
+	row "apply of $N sandboxes vs $N parallel shell mkdir; cp; compose up -d" "$t_prov" "$t_floor" 1.5
+	count "SSH handshakes, apply of $N (remote-exec: $h_re)" "$h_apply" 1
+fi
+if want plan; then
+	row "plan of $M sandboxes + $M snapshots vs 1 + 1" "$t_planM" "$t_plan1" 2
+	count "SSH handshakes, plan of $M + $M" "$h_plan" 1
+fi
+if want checkpoint; then
+	row "incremental snapshot after 1% of files changed vs the full snapshot (apply above plan)" "$t_inc" "$t_full" 0.15
+	row "full snapshot (apply above plan) vs tar -c | gzip -1 of the workspace" "$t_full" "$t_gz" 0.3
+	row "restore into a new sandbox (apply above plan) vs tar -x of the same data" "$t_restore" "$t_tarx" 0.8
+	row "store size of the full snapshot vs its tar -c | gzip -1 ($CK_FILES files, $CK_MIB MiB, half random)" "$(mib "$s_store")" "$(mib "$s_gz")" 1.0 MiB
+fi
 exit "$missed"

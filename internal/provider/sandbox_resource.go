@@ -381,19 +381,11 @@ func (r *SandboxResource) Create(ctx context.Context, req resource.CreateRequest
 	r.data.emit(ctx, &resp.Diagnostics, ev)
 	ev.Event, ev.Timestamp = events.SandboxReady, *sb.ReadyAt
 	r.data.emit(ctx, &resp.Diagnostics, ev)
-	// From here the sandbox runs: every path sets state, so Terraform never
-	// forgets a running stack.
-	var readDiags diag.Diagnostics
-	r.readBack(ctx, h, sb.ID, &plan, &readDiags)
-	if readDiags.HasError() {
-		// The host answered the create, then not the read after it (a
-		// network blip): state takes what the create saw, and the next
-		// refresh asks the host again.
-		resp.Diagnostics.AddWarning("Unable to Read Sandbox After Create",
-			fmt.Sprintf("Sandbox %s on host %q is ready, but reading it back failed; its state is what the create saw. %s",
-				sb.ID, hostName, readDiags.Errors()[0].Detail()))
-		resp.Diagnostics.Append(plan.fromBackend(ctx, sb, backends.ReadyStatus(sb))...)
-	}
+	// State is what the create left on the host: the record it wrote and the
+	// services it just saw ready. No read-back: a second look would cost two
+	// commands and see the same, and a failed one must not lose a running
+	// stack.
+	resp.Diagnostics.Append(plan.fromBackend(ctx, sb, backends.ReadyStatus(sb))...)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
 }
 

@@ -4,9 +4,11 @@
 package composessh
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -43,6 +45,9 @@ type Extension struct {
 
 	detected sync.Map // host name -> []string (compose argv)
 	pools    sync.Map // host name -> *networkPool
+	// firstStatus holds, by sandbox id, the status output read by the
+	// command that brought the sandbox up, for WaitReady's first look.
+	firstStatus sync.Map
 }
 
 var _ backends.Extension = (*Extension)(nil)
@@ -262,14 +267,29 @@ func (e *Extension) Provision(ctx context.Context, req backends.Request) (*backe
 	// the host's: another root (another user, another configuration) may
 	// create a network in a chosen subnet before this stack does. Docker
 	// refuses the overlap; then the subnets are chosen again, with that
-	// network now in the taken set.
+	// network now in the taken set. One command reserves the subnets, brings
+	// the stack up and takes the first look at its services for WaitReady.
 	for attempt := 1; ; attempt++ {
-		if sb.NetworkOverride, err = e.reserveNetworks(ctx, req.Host, req.Profile, sb, engine(compose), networks); err != nil {
+		res, err := e.chooseNetworks(ctx, req.Host, req.Profile, sb, engine(compose), networks, attempt > 1)
+		if err != nil {
 			return fail(err)
 		}
-		err := req.Host.Run(ctx, inWorkspace(sb, compose, "up", "-d", "--remove-orphans"), nil, nil)
+		script, stdin := "", io.Reader(nil)
+		if sb.NetworkOverride = res != nil; res != nil {
+			script, stdin = res.script(), bytes.NewReader(res.override)
+		}
+		script += inWorkspace(sb, compose, "up", "-d", "--remove-orphans") + " || exit $?\n" +
+			"echo " + firstStatusMark + "\n{ " + statusScript(sb, compose) + "; } || true\n"
+		var out bytes.Buffer
+		err = req.Host.Run(ctx, script, stdin, &out)
 		if err == nil {
+			if _, status, ok := strings.Cut(out.String(), firstStatusMark+"\n"); ok {
+				e.firstStatus.Store(sb.ID, status)
+			}
 			return sb, nil
+		}
+		if subnetTaken(err) && attempt < 5 {
+			continue // nothing was written, nothing started
 		}
 		var ce *hosts.CommandError
 		if !errors.As(err, &ce) || !strings.Contains(ce.Stderr, "Pool overlaps") || attempt == 5 {
@@ -282,14 +302,26 @@ func (e *Extension) Provision(ctx context.Context, req backends.Request) (*backe
 	}
 }
 
+// firstStatusMark separates `compose up`'s output from the status read by
+// the same command.
+const firstStatusMark = "--- sandboxer: status after up ---"
+
+// WaitReady looks at the services until all of them run (and pass their
+// healthchecks): first at what the command that brought them up saw, then
+// at growing intervals, from 50 ms up to PollInterval, so a quick stack is
+// seen ready quickly and a slow one costs few commands.
 func (e *Extension) WaitReady(ctx context.Context, h *hosts.Host, sb *backends.Sandbox) error {
 	compose, err := e.compose(ctx, h)
 	if err != nil {
 		return err
 	}
+	wait := 50 * time.Millisecond
 	for {
-		st, err := e.status(ctx, h, sb, compose)
-		if err != nil {
+		var st backends.Status
+		if v, ok := e.firstStatus.LoadAndDelete(sb.ID); ok {
+			out, _ := v.(string) // only strings are stored
+			st = parseStatus(out, sb.Services)
+		} else if st, err = e.status(ctx, h, sb, compose); err != nil {
 			return err
 		}
 		if st.State == backends.StatusReady {
@@ -304,8 +336,9 @@ func (e *Extension) WaitReady(ctx context.Context, h *hosts.Host, sb *backends.S
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("sandbox %s was not ready in time (services: %s): %w", sb.ID, describe(st.Services), ctx.Err())
-		case <-time.After(e.PollInterval):
+		case <-time.After(wait):
 		}
+		wait = min(2*wait, max(e.PollInterval, 50*time.Millisecond))
 	}
 }
 
@@ -320,13 +353,18 @@ func (e *Extension) Inspect(ctx context.Context, h *hosts.Host, sb *backends.San
 // status reads the workspace's presence and every container of the project
 // in one command.
 func (e *Extension) status(ctx context.Context, h *hosts.Host, sb *backends.Sandbox, compose []string) (backends.Status, error) {
-	script := fmt.Sprintf(`if test -d %s; then echo workspace; fi; %s ps -a --filter %s --format '{{.Label "com.docker.compose.service"}}|{{.State}}|{{.Status}}'`,
-		hosts.Quote(sb.WorkspaceDir), engine(compose), hosts.Quote("label="+projectLabel+"="+sb.ComposeProject))
-	out, err := hosts.Output(ctx, h, script)
+	out, err := hosts.Output(ctx, h, statusScript(sb, compose))
 	if err != nil {
 		return backends.Status{}, fmt.Errorf("unable to list the containers of sandbox %s: %w", sb.ID, err)
 	}
 	return parseStatus(string(out), sb.Services), nil
+}
+
+// statusScript prints what parseStatus reads: "workspace" when the
+// workspace exists, then service|state|status of each of its containers.
+func statusScript(sb *backends.Sandbox, compose []string) string {
+	return fmt.Sprintf(`if test -d %s; then echo workspace; fi; %s ps -a --filter %s --format '{{.Label "com.docker.compose.service"}}|{{.State}}|{{.Status}}'`,
+		hosts.Quote(sb.WorkspaceDir), engine(compose), hosts.Quote("label="+projectLabel+"="+sb.ComposeProject))
 }
 
 var _ backends.BatchInspector = (*Extension)(nil)
@@ -413,6 +451,7 @@ func parseStatus(out string, declared []string) backends.Status {
 // label anything of the project that compose did not (a half-created stack,
 // a deleted compose file), then the workspace. Already gone is success.
 func (e *Extension) Teardown(ctx context.Context, h *hosts.Host, sb *backends.Sandbox) error {
+	e.firstStatus.Delete(sb.ID) // a create that failed before WaitReady
 	compose, err := e.compose(ctx, h)
 	if err != nil {
 		return err

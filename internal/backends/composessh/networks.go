@@ -3,9 +3,11 @@ package composessh
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"net/netip"
 	"path"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -28,10 +30,14 @@ import (
 // The choice is recorded on the host, one file per sandbox under
 // <root>/.sandboxer/networks/<id>.yml, which is also the override compose
 // reads: a sandbox's subnets are reserved from the moment they are chosen
-// until its teardown, across provider processes. Choosing is optimistic:
-// read what is taken (those files and every docker network's subnets),
-// pick, then write the file under a lock after checking again; a collision
-// with another provider process makes it pick again.
+// until its teardown, across provider processes. Choosing is optimistic and
+// costs no round trip of its own: what is taken (those files and every
+// docker network's subnets) is listed once per host and provider process,
+// plus what this process chose since; the file is written under the host's
+// lock, after checking again, by the same command that runs `compose up`.
+// A collision with another provider process (a file of this root naming a
+// chosen subnet, or docker refusing an overlap with a network of another
+// root) lists again and picks again.
 
 // DefaultNetworkPool is where sandbox networks get their subnets when a
 // host block sets no network_pool: outside docker's default pools
@@ -69,11 +75,21 @@ func subnetBits(p *catalog.Profile) (int, error) {
 	return n, nil
 }
 
-// networkPool is one host's pool; mu keeps the provider's own concurrent
-// creates on that host from reading the same free subnets.
+// networkPool is one host's pool. mu keeps the provider's own concurrent
+// creates on that host from choosing the same free subnets. What counts as
+// taken is what the host had in use when last listed (hostTaken; listed
+// once it was) plus every subnet this process chose (chosen; released ones stay:
+// within one process that only wastes a few addresses).
 type networkPool struct {
-	mu     sync.Mutex
-	prefix netip.Prefix
+	mu        sync.Mutex
+	prefix    netip.Prefix
+	listed    bool
+	hostTaken []netip.Prefix
+	chosen    []netip.Prefix
+}
+
+func (p *networkPool) taken() []netip.Prefix {
+	return append(slices.Clip(p.hostTaken), p.chosen...)
 }
 
 // pool returns the pool of a host.
@@ -195,56 +211,93 @@ func overrideFile(networks []string, subnets []netip.Prefix) []byte {
 	return []byte(b.String())
 }
 
-// errSubnetTaken is the reservation script's exit status when another
-// provider process took one of the chosen subnets meanwhile.
-const errSubnetTaken = 3
+// errSubnetTaken is the reservation's exit status, and subnetTakenMark
+// its message, when another provider process took one of the chosen
+// subnets meanwhile.
+const (
+	errSubnetTaken  = 3
+	subnetTakenMark = "sandboxer: a chosen subnet was reserved meanwhile"
+)
 
-// reserveNetworks chooses subnets for a new sandbox's networks and writes
-// its override file; false when the stack has no network to address.
-func (e *Extension) reserveNetworks(ctx context.Context, h *hosts.Host, p *catalog.Profile, sb *backends.Sandbox, engine string, networks []string) (bool, error) {
+// reservation is the subnets chosen for a sandbox's networks, written on
+// the host by the command that brings the stack up (script, then compose).
+type reservation struct {
+	dir, lock, file string
+	subnets         []string
+	override        []byte
+}
+
+// script writes the override file under the host's lock after checking
+// that no other reservation of this root names a chosen subnet (exit
+// errSubnetTaken). It reads the file's content from stdin.
+func (r *reservation) script() string {
+	return fmt.Sprintf(`set -e; mkdir -p -- %[1]s; exec 9>%[2]s; flock 9
+for f in %[1]s/*.yml; do [ -f "$f" ] || continue
+  for s in %[3]s; do if grep -qxF -- "        - subnet: $s" "$f"; then echo %[6]s >&2; exit %[4]d; fi; done
+done
+t=%[5]s.tmp.$$; cat > "$t"; mv -f -- "$t" %[5]s
+exec 9>&-
+`, r.dir, r.lock, hosts.Command(r.subnets...), errSubnetTaken, hosts.Quote(r.file), hosts.Quote(subnetTakenMark))
+}
+
+// taken reports whether err is the reservation refusing a subnet another
+// provider process reserved meanwhile.
+func subnetTaken(err error) bool {
+	var ce *hosts.CommandError
+	return hosts.IsExitCode(err, errSubnetTaken) && errors.As(err, &ce) && strings.Contains(ce.Stderr, subnetTakenMark)
+}
+
+// chooseNetworks picks subnets for a new sandbox's networks; nil when the
+// stack has no network to address. relist makes it ask the host what is
+// taken first (after a collision); otherwise the host is asked only by the
+// first create of the process, or when the pool looks full.
+func (e *Extension) chooseNetworks(ctx context.Context, h *hosts.Host, p *catalog.Profile, sb *backends.Sandbox, engine string, networks []string, relist bool) (*reservation, error) {
 	if len(networks) == 0 {
-		return false, nil
+		return nil, nil
 	}
 	bits, err := subnetBits(p)
 	if err != nil {
-		return false, err
+		return nil, err
 	}
 	pool := e.pool(h)
 	pool.mu.Lock()
 	defer pool.mu.Unlock()
-	file := overrideFor(sb)
-	lock := hosts.Quote(h.Path(".sandboxer", "networks.lock"))
-	for attempt := 0; attempt < 5; attempt++ {
+	list := func() error {
 		out, err := hosts.Output(ctx, h, takenScript(h, engine))
 		if err != nil {
-			return false, fmt.Errorf("unable to list the subnets in use on host %q: %w", h.Host(), err)
+			return fmt.Errorf("unable to list the subnets in use on host %q: %w", h.Host(), err)
 		}
-		subnets, err := choose(pool.prefix, bits, len(networks), parseTaken(string(out)))
-		if err != nil {
-			return false, err
-		}
-		want := make([]string, len(subnets))
-		for i, s := range subnets {
-			want[i] = s.String()
-		}
-		// Under the host's lock: check the chosen subnets are still free of
-		// other reservations, then write this one.
-		script := fmt.Sprintf(`set -e; mkdir -p -- %[1]s; exec 9>%[2]s; flock 9
-for f in %[1]s/*.yml; do [ -f "$f" ] || continue
-  for s in %[3]s; do if grep -qxF -- "        - subnet: $s" "$f"; then exit %[4]d; fi; done
-done
-t=%[5]s.tmp.$$; cat > "$t"; mv -f -- "$t" %[5]s
-`, hosts.Quote(h.Path(".sandboxer", "networks")), lock, hosts.Command(want...), errSubnetTaken, hosts.Quote(file))
-		err = h.Run(ctx, script, strings.NewReader(string(overrideFile(networks, subnets))), nil)
-		if hosts.IsExitCode(err, errSubnetTaken) {
-			continue
-		}
-		if err != nil {
-			return false, fmt.Errorf("unable to reserve network addresses on host %q: %w", h.Host(), err)
-		}
-		return true, nil
+		pool.hostTaken, pool.listed = parseTaken(string(out)), true
+		return nil
 	}
-	return false, fmt.Errorf("unable to reserve network addresses on host %q: other creates kept taking the free subnets", h.Host())
+	if !pool.listed || relist {
+		if err := list(); err != nil {
+			return nil, err
+		}
+		relist = true
+	}
+	subnets, err := choose(pool.prefix, bits, len(networks), pool.taken())
+	if err != nil && !relist {
+		// Full as this process saw it: the host may have freed some since.
+		if err := list(); err != nil {
+			return nil, err
+		}
+		subnets, err = choose(pool.prefix, bits, len(networks), pool.taken())
+	}
+	if err != nil {
+		return nil, err
+	}
+	pool.chosen = append(pool.chosen, subnets...)
+	r := &reservation{
+		dir:      hosts.Quote(h.Path(".sandboxer", "networks")),
+		lock:     hosts.Quote(h.Path(".sandboxer", "networks.lock")),
+		file:     overrideFor(sb),
+		override: overrideFile(networks, subnets),
+	}
+	for _, s := range subnets {
+		r.subnets = append(r.subnets, s.String())
+	}
+	return r, nil
 }
 
 var _ backends.NetworkAddresser = (*Extension)(nil)
