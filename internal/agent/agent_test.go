@@ -1,8 +1,6 @@
 package agent
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -83,13 +81,8 @@ func checkStoreTrustworthy(t *testing.T, store string) {
 	if m, _ := filepath.Glob(filepath.Join(store, "snapshots", "*.json")); len(m) != 0 {
 		t.Fatalf("an interrupted snapshot left a manifest: %v", m)
 	}
-	objects, _ := filepath.Glob(filepath.Join(store, "objects", "*", "*"))
-	for _, o := range objects {
-		data, _ := os.ReadFile(o)
-		sum := sha256.Sum256(data)
-		if filepath.Base(filepath.Dir(o))+filepath.Base(o) != hex.EncodeToString(sum[:]) {
-			t.Fatalf("object %s does not hold what its name says", o)
-		}
+	if err := checkpoint.VerifyObjects(store); err != nil {
+		t.Fatalf("an object does not hold what its name says: %v", err)
 	}
 }
 

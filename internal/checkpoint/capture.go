@@ -2,11 +2,8 @@ package checkpoint
 
 import (
 	"bufio"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -177,9 +174,10 @@ const racyWindow = 2 * time.Second
 // worker, nothing after it begun) instead of guessing with sleeps.
 var TestHookBeforeStore func(rel string)
 
-// storeFile hashes src while copying it into a temp object, then names the
-// object by its digest (or drops the copy when the store already has it).
-// It returns the bytes newly added to the store.
+// storeFile copies src into a temp object (compressed when it compresses:
+// objects.go) while hashing it, then names the object by its digest (or
+// drops the copy when the store already has it). It returns the bytes newly
+// added to the store, as stored on disk.
 func (s *Store) storeFile(src string, e *Entry) (int64, error) {
 	if TestHookBeforeStore != nil {
 		TestHookBeforeStore(e.Path)
@@ -193,8 +191,14 @@ func (s *Store) storeFile(src string, e *Entry) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	h := sha256.New()
-	n, err := copyHashed(io.MultiWriter(tmp, h), in)
+	digest, size, compressed, err := writeObject(tmp, in)
+	var stored int64
+	if err == nil {
+		var st os.FileInfo
+		if st, err = tmp.Stat(); err == nil {
+			stored = st.Size()
+		}
+	}
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}
@@ -202,19 +206,22 @@ func (s *Store) storeFile(src string, e *Entry) (int64, error) {
 		_ = os.Remove(tmp.Name()) // best effort: a leftover temp file is collected later
 		return 0, fmt.Errorf("unable to store %s: %w", e.Path, err)
 	}
-	e.Digest, e.Size = hex.EncodeToString(h.Sum(nil)), n
+	e.Digest, e.Size = digest, size
 	if s.hasObject(e.Digest) {
 		_ = os.Remove(tmp.Name()) // best effort: a leftover temp file is collected later
 		return 0, nil
 	}
-	if err := commit(tmp.Name(), s.objectPath(e.Digest)); err != nil {
+	final := s.objectPath(e.Digest)
+	if compressed {
+		final = s.compressedPath(e.Digest)
+	}
+	if err := commit(tmp.Name(), final); err != nil {
 		_ = os.Remove(tmp.Name()) // best effort: a leftover temp file is collected later
 		return 0, err
 	}
-	return n, nil
+	return stored, nil
 }
 
-// readDotEnv parses a KEY=VALUE .env file; a missing file is no env.
 func readDotEnv(path string) (map[string]string, error) {
 	f, err := openRegular(path)
 	if errors.Is(err, fs.ErrNotExist) {

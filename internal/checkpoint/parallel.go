@@ -9,16 +9,24 @@ import (
 // read/write calls than io.Copy's 32 KiB for the same bytes.
 var copyBuffers = sync.Pool{New: func() any { b := make([]byte, 1<<20); return &b }}
 
-// copyHashed copies src to dst through a pooled buffer. (src is wrapped so
-// that *os.File's WriterTo, which would fall back to small buffers, is not used.)
-func copyHashed(dst io.Writer, src io.Reader) (int64, error) {
+// copyBuffer takes a buffer from copyBuffers; put it back when done.
+func copyBuffer() *[]byte {
 	bp, ok := copyBuffers.Get().(*[]byte)
 	if !ok { // never: the pool holds nothing else
 		b := make([]byte, 1<<20)
 		bp = &b
 	}
+	return bp
+}
+
+// copyBuffered copies src to dst through a pooled buffer. (src is wrapped
+// so that *os.File's WriterTo, which would fall back to small buffers, is
+// not used.)
+func copyBuffered(dst io.Writer, src io.Reader) error {
+	bp := copyBuffer()
 	defer copyBuffers.Put(bp)
-	return io.CopyBuffer(dst, struct{ io.Reader }{src}, *bp)
+	_, err := io.CopyBuffer(dst, struct{ io.Reader }{src}, *bp)
+	return err
 }
 
 // forEachFile runs fn on the indexes of the file entries (see forEach).

@@ -277,7 +277,7 @@ func (s *Store) stageOne(e Entry, staging string) (string, error) {
 // writeVerified copies e's object to the new file dst (never an existing
 // one: O_EXCL), checking its sha256 on the way.
 func (s *Store) writeVerified(e Entry, dst string) error {
-	in, err := os.Open(s.objectPath(e.Digest))
+	in, err := s.openObject(e.Digest)
 	if err != nil {
 		return fmt.Errorf("file %s: object %s is missing from the store: %w", e.Path, e.Digest, err)
 	}
@@ -287,7 +287,7 @@ func (s *Store) writeVerified(e Entry, dst string) error {
 		return fmt.Errorf("file %s: %w", e.Path, err)
 	}
 	h := sha256.New()
-	_, err = copyHashed(io.MultiWriter(out, h), in)
+	err = copyBuffered(io.MultiWriter(out, h), in)
 	if err == nil {
 		err = out.Chmod(fs.FileMode(e.Mode))
 	}

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/filelock"
@@ -23,7 +24,9 @@ var ErrNotFound = errors.New("snapshot not found")
 
 // Store is a checkpoint store on the local filesystem:
 //
-//	objects/ab/cdef…   file contents, named by their sha256
+//	format              the layout's version (storeFormat)
+//	objects/ab/cdef…   file contents, named by their sha256, raw or as
+//	                    cdef….zst (objects.go)
 //	snapshots/<id>.json manifests (written last: presence means complete)
 //	snapshots/<id>.env  captured env values (0600)
 //	tmp/                objects and manifests being written
@@ -33,14 +36,36 @@ type Store struct {
 	Dir string
 }
 
-// Open creates the store's layout under dir if needed.
+// storeFormat is the layout this code writes and reads: 2 since objects
+// may be zstd-compressed. A store without a format file is of format 1
+// (raw objects only), which format 2 reads as it is; one of a later format
+// is refused rather than half understood.
+const storeFormat = 2
+
+// Open creates the store's layout under dir if needed, and records its
+// format.
 func Open(dir string) (*Store, error) {
 	for _, sub := range []string{"objects", "snapshots", "tmp", "latest"} {
 		if err := os.MkdirAll(filepath.Join(dir, sub), 0o700); err != nil {
 			return nil, fmt.Errorf("unable to create checkpoint store %s: %w", dir, err)
 		}
 	}
-	return &Store{Dir: dir}, nil
+	s := &Store{Dir: dir}
+	format := filepath.Join(dir, "format")
+	data, err := os.ReadFile(format)
+	switch v, perr := strconv.Atoi(strings.TrimSpace(string(data))); {
+	case errors.Is(err, fs.ErrNotExist) || err == nil && perr == nil && v < storeFormat:
+		if err := s.writeAtomic(format, []byte(strconv.Itoa(storeFormat)+"\n")); err != nil {
+			return nil, fmt.Errorf("unable to create checkpoint store %s: %w", dir, err)
+		}
+	case err != nil:
+		return nil, fmt.Errorf("checkpoint store %s: %w", dir, err)
+	case perr != nil:
+		return nil, fmt.Errorf("checkpoint store %s: its format file holds %q, not a version", dir, data)
+	case v > storeFormat:
+		return nil, fmt.Errorf("checkpoint store %s has format %d, newer than this provider reads (%d): upgrade the provider", dir, v, storeFormat)
+	}
+	return s, nil
 }
 
 // IDPattern is the one grammar of ids, sandboxes' and snapshots' alike:
@@ -60,21 +85,12 @@ func CheckID(id string) error {
 	return nil
 }
 
-func (s *Store) objectPath(digest string) string {
-	return filepath.Join(s.Dir, "objects", digest[:2], digest[2:])
-}
-
 func (s *Store) manifestPath(id string) string {
 	return filepath.Join(s.Dir, SnapshotsDir, ManifestFile(id))
 }
 func (s *Store) envPath(id string) string { return filepath.Join(s.Dir, SnapshotsDir, EnvFile(id)) }
 func (s *Store) latestPath(sandboxID string) string {
 	return filepath.Join(s.Dir, "latest", sandboxID)
-}
-
-func (s *Store) hasObject(digest string) bool {
-	_, err := os.Stat(s.objectPath(digest))
-	return err == nil
 }
 
 // tempFile creates a file in tmp/ that a crash leaves as garbage, never as
@@ -276,7 +292,7 @@ func (s *Store) gcLocked() (int64, error) {
 		if err != nil || d.IsDir() {
 			return err
 		}
-		digest := filepath.Base(filepath.Dir(p)) + d.Name()
+		digest := objectDigest(filepath.Base(filepath.Dir(p)), d.Name())
 		if live[digest] {
 			return nil
 		}

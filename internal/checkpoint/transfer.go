@@ -2,8 +2,6 @@ package checkpoint
 
 import (
 	"archive/tar"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -68,20 +66,29 @@ func (s *Store) Missing(digests []string) []string {
 	return out
 }
 
-// ExportObjects writes the named objects as a tar stream (entry name = digest).
+// ExportObjects writes the named objects as a tar stream, each as stored:
+// entry name = digest, or digest.zst for a compressed object.
 func (s *Store) ExportObjects(w io.Writer, digests []string) error {
 	tw := tar.NewWriter(w)
 	for _, d := range digests {
 		if len(d) != 64 {
 			return fmt.Errorf("invalid object digest %q", d)
 		}
-		f, err := os.Open(s.objectPath(d))
+		p, compressed, err := s.objectFile(d)
+		if err != nil {
+			return fmt.Errorf("object %s: %w", d, err)
+		}
+		name := d
+		if compressed {
+			name += compressedSuffix
+		}
+		f, err := os.Open(p)
 		if err != nil {
 			return fmt.Errorf("object %s: %w", d, err)
 		}
 		st, err := f.Stat()
 		if err == nil {
-			err = tw.WriteHeader(&tar.Header{Name: d, Mode: 0o600, Size: st.Size(), Typeflag: tar.TypeReg})
+			err = tw.WriteHeader(&tar.Header{Name: name, Mode: 0o600, Size: st.Size(), Typeflag: tar.TypeReg})
 		}
 		if err == nil {
 			_, err = io.Copy(tw, f)
@@ -94,8 +101,10 @@ func (s *Store) ExportObjects(w io.Writer, digests []string) error {
 	return tw.Close()
 }
 
-// ImportObjects reads a tar stream of objects, verifying each against the
-// digest it is named by before it enters the store. It returns the bytes added.
+// ImportObjects reads a tar stream of objects (ExportObjects'), verifying
+// each against the digest it is named by before it enters the store, as it
+// came: raw, or compressed (then verified by decompressing it). It returns
+// the bytes added.
 func (s *Store) ImportObjects(r io.Reader) (int64, error) {
 	unlock, err := s.lock(false)
 	if err != nil {
@@ -112,25 +121,31 @@ func (s *Store) ImportObjects(r io.Reader) (int64, error) {
 		if err != nil {
 			return added, err
 		}
-		if len(hdr.Name) != 64 || hdr.Typeflag != tar.TypeReg || isSparse(hdr) {
+		digest, compressed := strings.CutSuffix(hdr.Name, compressedSuffix)
+		if len(digest) != 64 || hdr.Typeflag != tar.TypeReg || isSparse(hdr) {
 			return added, fmt.Errorf("unexpected entry %q in an object stream", hdr.Name)
 		}
 		tmp, err := s.tempFile()
 		if err != nil {
 			return added, err
 		}
-		h := sha256.New()
 		// Not a decompression: with sparse entries refused above, an entry
 		// yields exactly the hdr.Size bytes the stream carries for it.
-		n, err := io.Copy(io.MultiWriter(tmp, h), io.LimitReader(tr, hdr.Size))
+		n, err := io.Copy(tmp, io.LimitReader(tr, hdr.Size))
 		if cerr := tmp.Close(); err == nil {
 			err = cerr
 		}
-		if err == nil && hex.EncodeToString(h.Sum(nil)) != hdr.Name {
-			err = fmt.Errorf("object %s arrived corrupt", hdr.Name)
+		// Verified before it gets a name: a digest that is not the content's
+		// (a path, say) never becomes a file name.
+		if err == nil {
+			err = verifyObject(tmp.Name(), compressed, digest)
 		}
-		if err == nil && !s.hasObject(hdr.Name) {
-			err = commit(tmp.Name(), s.objectPath(hdr.Name))
+		if err == nil && !s.hasObject(digest) {
+			final := s.objectPath(digest)
+			if compressed {
+				final = s.compressedPath(digest)
+			}
+			err = commit(tmp.Name(), final)
 			added += n
 		}
 		_ = os.Remove(tmp.Name()) // gone once committed; otherwise best-effort cleanup

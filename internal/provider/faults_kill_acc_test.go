@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -21,6 +20,7 @@ import (
 	"time"
 
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/backends"
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/checkpoint"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/testharness"
 )
 
@@ -426,24 +426,10 @@ func processesUnder(dir string) []string {
 }
 
 // checkObjects fails the test for any object in the store whose content is
-// not what its name says (objects/<2 hex>/<62 hex> is a sha256).
+// not what its name says.
 func checkObjects(t *testing.T, store string) {
 	t.Helper()
-	err := filepath.WalkDir(filepath.Join(store, "objects"), func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		data, err := os.ReadFile(p) //nolint:gosec // G122: the test's own store, nothing swaps it
-		if err != nil {
-			return err
-		}
-		sum := sha256.Sum256(data)
-		if name := filepath.Base(filepath.Dir(p)) + filepath.Base(p); name != hex.EncodeToString(sum[:]) {
-			t.Errorf("object %s holds content of digest %x: a half-written object under a name a later snapshot trusts", p, sum)
-		}
-		return nil
-	})
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		t.Fatal(err)
+	if err := checkpoint.VerifyObjects(store); err != nil {
+		t.Errorf("a half-written object under a name a later snapshot trusts: %v", err)
 	}
 }
