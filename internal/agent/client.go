@@ -134,18 +134,42 @@ func (c *Client) digestOf(path string) (string, error) {
 // platform there (once per version: the file is named by its digest) when
 // missing.
 func (c *Client) agentPath(ctx context.Context, h *hosts.Host) (string, error) {
+	p, _, err := c.agentPathOrGuess(ctx, h, false)
+	return p, err
+}
+
+// agentPathOrGuess is agentPath, or with guess, when this process has not
+// yet used an agent on h, where this version's agent for the provider's own
+// platform would be: most hosts share that platform and already have it,
+// and a guess saves the round trip that looks (call tries the guess, and
+// looks only when nothing was there to run). guessed says it is a guess.
+func (c *Client) agentPathOrGuess(ctx context.Context, h *hosts.Host, guess bool) (p string, guessed bool, err error) {
 	if h.Local {
 		self, err := os.Executable()
 		if err != nil {
-			return "", fmt.Errorf("unable to locate the provider executable: %w", err)
+			return "", false, fmt.Errorf("unable to locate the provider executable: %w", err)
 		}
-		return self, nil
+		return self, false, nil
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock() // one install per host at a time
 	if p, ok := c.installed[h.Host()]; ok {
-		return p, nil
+		return p, false, nil
 	}
+	if guess {
+		if bin, err := binaryFor(runtime.GOOS + "/" + runtime.GOARCH); err == nil {
+			if digest, err := c.digestOf(bin); err == nil {
+				return h.Path(".sandboxer", "bin", installedPrefix+digest), true, nil
+			}
+		}
+	}
+	p, err = c.install(ctx, h)
+	return p, false, err
+}
+
+// install looks at h (platform, agents installed) and installs the agent
+// for its platform unless it is there. The caller holds c.mu.
+func (c *Client) install(ctx context.Context, h *hosts.Host) (string, error) {
 	// One round trip: the platform, and the agents already installed.
 	dir := h.Path(".sandboxer", "bin")
 	out, err := hosts.Output(ctx, h, fmt.Sprintf("uname -sm; ls -1 -- %s 2>/dev/null || true", hosts.Quote(dir)))
@@ -215,6 +239,13 @@ func isInstalledAgent(name string) bool {
 	return true
 }
 
+// remember records that the agent at p ran on h.
+func (c *Client) remember(h *hosts.Host, p string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.installed[h.Host()] = p
+}
+
 // forget drops the agent path remembered for h: the next call installs
 // the agent again if it is missing.
 func (c *Client) forget(h *hosts.Host) {
@@ -232,18 +263,22 @@ func (c *Client) call(ctx context.Context, h *hosts.Host, op string, req Request
 	}
 	var stdout bytes.Buffer
 	for attempt := 1; ; attempt++ {
-		path, err := c.agentPath(ctx, h)
+		path, guessed, err := c.agentPathOrGuess(ctx, h, attempt == 1)
 		if err != nil {
 			return err
 		}
 		stdout.Reset()
 		err = runAgent(ctx, h, path, op, body, &stdout)
-		if attempt == 1 && !h.Local && hosts.IsExitCode(err, exitCommandNotFound) {
-			// The agent installed earlier is gone: a provider of another
-			// version has since installed its own there, removing older
-			// ones (agentPath). Nothing ran; install ours again, once.
+		if attempt == 1 && !h.Local && (hosts.IsExitCode(err, exitCommandNotFound) || guessed && hosts.IsExitCode(err, exitCannotExecute)) {
+			// Nothing ran: the guess was wrong (not installed, or another
+			// platform), or the agent installed earlier is gone (a provider
+			// of another version has since installed its own there,
+			// removing older ones: install). Look, and install, once.
 			c.forget(h)
 			continue
+		}
+		if guessed {
+			c.remember(h, path) // it ran
 		}
 		if hosts.IsExitCode(err, exitNotFound) {
 			return checkpoint.ErrNotFound
@@ -265,6 +300,10 @@ func (c *Client) call(ctx context.Context, h *hosts.Host, op string, req Request
 // exitCommandNotFound is the shell's exit status for a command it cannot
 // find; the agent itself never exits with it.
 const exitCommandNotFound = 127
+
+// exitCannotExecute is the shell's status for a file it found but could not
+// run (another platform's binary, say).
+const exitCannotExecute = 126
 
 // runAgent runs the agent at path on h for op, with request body.
 func runAgent(ctx context.Context, h *hosts.Host, path, op string, body []byte, stdout io.Writer) error {

@@ -36,6 +36,9 @@ type SnapshotRequest struct {
 	// Profile is the sandbox's profile: its snapshot limits apply, and its
 	// default quiesce when Quiesce is empty. Nil: no profile limits.
 	Profile *catalog.Profile
+	// Sandbox, when the caller has just read the sandbox's record (Sandbox),
+	// saves reading it again.
+	Sandbox *Sandbox
 }
 
 // DefaultQuiesce is the quiesce a snapshot of a sandbox of profile p uses
@@ -114,7 +117,10 @@ func (r *Registry) Sandbox(ctx context.Context, h *hosts.Host, id string) (*Sand
 // always unpaused after, also when the capture fails.
 func (r *Registry) Snapshot(ctx context.Context, h *hosts.Host, req SnapshotRequest) (summary checkpoint.Summary, err error) {
 	defer r.forget(h) // a pause changes what a refresh would see
-	sb, err := r.Sandbox(ctx, h, req.SandboxID)
+	sb := req.Sandbox
+	if sb == nil || sb.ID != req.SandboxID {
+		sb, err = r.Sandbox(ctx, h, req.SandboxID)
+	}
 	if errors.Is(err, ErrNotFound) {
 		return summary, fmt.Errorf("sandbox %s is not on host %q", req.SandboxID, h.Host())
 	}

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/hosts"
 )
@@ -22,12 +23,35 @@ import (
 // nothing of the sandbox is made. Knowing it first lets the host record be
 // written before the workspace exists, so that nothing a create makes is
 // ever unrecorded.
+//
+// A base is resolved once per host and provider process (the creates of
+// one apply share it): where a root directory leads does not change while
+// an apply runs, and a base removed meanwhile fails the workspace's mkdir.
 func WorkspaceDir(ctx context.Context, h *hosts.Host, base, name string) (string, error) {
+	key := resolvedKey{h, base}
+	if dir, ok := resolvedBases.Load(key); ok {
+		if dir, ok := dir.(string); ok {
+			return dir + "/" + name, nil
+		}
+	}
 	out, err := hosts.Output(ctx, h, fmt.Sprintf("mkdir -p -- %[1]s && cd -- %[1]s && pwd -P", hosts.Quote(base)))
 	if err != nil {
 		return "", fmt.Errorf("unable to create the directory %s for workspaces: %w", base, err)
 	}
-	return strings.TrimSuffix(strings.TrimSpace(string(out)), "/") + "/" + name, nil
+	dir := strings.TrimSuffix(strings.TrimSpace(string(out)), "/")
+	resolvedBases.Store(key, dir)
+	return dir + "/" + name, nil
+}
+
+// resolvedBases maps a host and a base directory (resolvedKey) to the base
+// as the host resolved it (WorkspaceDir). Keyed by the Host itself: a
+// provider configured again (each Terraform run, each test step) resolves
+// again.
+var resolvedBases sync.Map
+
+type resolvedKey struct {
+	h    *hosts.Host
+	base string
 }
 
 // ErrWorkspaceExists is a new workspace's directory found existing: ids

@@ -279,6 +279,7 @@ func (r *SnapshotResource) capture(ctx context.Context, plan *snapshotModel, id 
 		IncludeEnv: plan.IncludeEnv.ValueBool(),
 		Quiesce:    plan.Quiesce.ValueString(),
 		Profile:    profile,
+		Sandbox:    sb,
 	})
 	if diags.HasError() {
 		return s, h.Host(), fmt.Errorf("invalid snapshot arguments: %v", diags)
