@@ -28,26 +28,34 @@ import (
 // one apply share it): where a root directory leads does not change while
 // an apply runs, and a base removed meanwhile fails the workspace's mkdir.
 func WorkspaceDir(ctx context.Context, h *hosts.Host, base, name string) (string, error) {
-	key := resolvedKey{h, base}
-	if dir, ok := resolvedBases.Load(key); ok {
-		if dir, ok := dir.(string); ok {
-			return dir + "/" + name, nil
+	v, _ := resolvedBases.LoadOrStore(resolvedKey{h, base}, &resolvedBase{})
+	rb, ok := v.(*resolvedBase)
+	if !ok {
+		panic(fmt.Sprintf("backends: resolved base of type %T: only *resolvedBase is stored", v))
+	}
+	// Concurrent creates wait for the first one's answer.
+	rb.mu.Lock()
+	defer rb.mu.Unlock()
+	if rb.dir == "" {
+		out, err := hosts.Output(ctx, h, fmt.Sprintf("mkdir -p -- %[1]s && cd -- %[1]s && pwd -P", hosts.Quote(base)))
+		if err != nil {
+			return "", fmt.Errorf("unable to create the directory %s for workspaces: %w", base, err)
 		}
+		rb.dir = strings.TrimSuffix(strings.TrimSpace(string(out)), "/")
 	}
-	out, err := hosts.Output(ctx, h, fmt.Sprintf("mkdir -p -- %[1]s && cd -- %[1]s && pwd -P", hosts.Quote(base)))
-	if err != nil {
-		return "", fmt.Errorf("unable to create the directory %s for workspaces: %w", base, err)
-	}
-	dir := strings.TrimSuffix(strings.TrimSpace(string(out)), "/")
-	resolvedBases.Store(key, dir)
-	return dir + "/" + name, nil
+	return rb.dir + "/" + name, nil
 }
 
 // resolvedBases maps a host and a base directory (resolvedKey) to the base
-// as the host resolved it (WorkspaceDir). Keyed by the Host itself: a
-// provider configured again (each Terraform run, each test step) resolves
-// again.
+// as the host resolved it (*resolvedBase; WorkspaceDir). Keyed by the Host
+// itself: a provider configured again (each Terraform run, each test step)
+// resolves again.
 var resolvedBases sync.Map
+
+type resolvedBase struct {
+	mu  sync.Mutex
+	dir string // "" until resolved
+}
 
 type resolvedKey struct {
 	h    *hosts.Host
