@@ -6,6 +6,8 @@ import (
 	"context"
 	"flag"
 	"log"
+	"os"
+	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework/providerserver"
 
@@ -20,6 +22,8 @@ func main() {
 	// The same binary is the checkpoint agent on hosts (see internal/agent).
 	agent.RunIfRequested()
 
+	quietLogs()
+
 	var debug bool
 	flag.BoolVar(&debug, "debug", false, "run with support for debuggers like delve")
 	flag.Parse()
@@ -30,5 +34,21 @@ func main() {
 	})
 	if err != nil {
 		log.Fatal(err)
+	}
+}
+
+// quietLogs turns the plugin SDKs' and the provider's logs off when nobody
+// asked for logs. The SDKs default to TRACE and encode every line as JSON
+// for Terraform, which throws it away unless TF_LOG (or another TF_LOG_*
+// variable, which Terraform passes on to the provider) is set: in a plan of
+// 100 resources that encoding was a third of the provider's CPU.
+func quietLogs() {
+	for _, kv := range os.Environ() {
+		if strings.HasPrefix(kv, "TF_LOG") {
+			return
+		}
+	}
+	for _, k := range []string{"TF_LOG_SDK", "TF_LOG_SDK_PROTO", "TF_LOG_SDK_FRAMEWORK", "TF_LOG_PROVIDER"} {
+		_ = os.Setenv(k, "OFF") // never fails for a valid name
 	}
 }
