@@ -35,6 +35,7 @@ var (
 	_ resource.ResourceWithModifyPlan     = &SandboxResource{}
 	_ resource.ResourceWithImportState    = &SandboxResource{}
 	_ resource.ResourceWithValidateConfig = &SandboxResource{}
+	_ resource.ResourceWithIdentity       = &SandboxResource{}
 )
 
 // Default timeouts: compose stacks may build images on first start.
@@ -122,6 +123,10 @@ func (r *SandboxResource) Schema(ctx context.Context, _ resource.SchemaRequest, 
 			"timeouts": timeouts.Block(ctx, timeouts.Opts{Create: true, Read: true, Delete: true}),
 		},
 	}
+}
+
+func (r *SandboxResource) IdentitySchema(_ context.Context, _ resource.IdentitySchemaRequest, resp *resource.IdentitySchemaResponse) {
+	resp.IdentitySchema = hostIDIdentity("sandbox")
 }
 
 func (r *SandboxResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
@@ -373,6 +378,7 @@ func (r *SandboxResource) Create(ctx context.Context, req resource.CreateRequest
 			"\n\nThe sandbox is kept in state as tainted: the next apply destroys what remains of it and creates it again.")
 		plan.failedCreate(id)
 		resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+		setIdentity(ctx, resp.Identity, plan.Host, plan.ID, &resp.Diagnostics)
 		return
 	}
 	tflog.Info(ctx, "sandbox ready")
@@ -387,6 +393,7 @@ func (r *SandboxResource) Create(ctx context.Context, req resource.CreateRequest
 	// stack.
 	resp.Diagnostics.Append(plan.fromBackend(ctx, sb, backends.ReadyStatus(sb))...)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+	setIdentity(ctx, resp.Identity, plan.Host, plan.ID, &resp.Diagnostics)
 }
 
 // readBack fills m from the host after a write, so state is what the host has.
@@ -420,6 +427,8 @@ func (r *SandboxResource) Read(ctx context.Context, req resource.ReadRequest, re
 		tflog.Warn(ctx, "sandbox is gone from its host; removing it from state", map[string]any{"host": h.Host(), "sandbox_id": state.ID.ValueString()})
 		r.settleVanished(&state, &resp.Diagnostics)
 		resp.State.RemoveResource(ctx)
+		// The framework wants an identity even for a resource it drops.
+		setIdentity(ctx, resp.Identity, state.Host, state.ID, &resp.Diagnostics)
 		return
 	}
 	if err != nil {
@@ -428,6 +437,7 @@ func (r *SandboxResource) Read(ctx context.Context, req resource.ReadRequest, re
 	}
 	resp.Diagnostics.Append(state.fromBackend(ctx, sb, st)...)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+	setIdentity(ctx, resp.Identity, state.Host, state.ID, &resp.Diagnostics)
 }
 
 // settleVanished charges a metered sandbox that left its host without a
@@ -490,6 +500,7 @@ func (r *SandboxResource) Update(ctx context.Context, req resource.UpdateRequest
 	}
 	plan.Status, plan.Services = status, services
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+	setIdentity(ctx, resp.Identity, plan.Host, plan.ID, &resp.Diagnostics)
 	resp.Diagnostics.Append(resp.Private.SetKey(ctx, privateAdoptEnv, nil)...)
 }
 
@@ -510,13 +521,14 @@ func (r *SandboxResource) Delete(ctx context.Context, req resource.DeleteRequest
 
 // ImportState takes HOST/ID.
 func (r *SandboxResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
-	host, id, err := parseImportID(req.ID, "SANDBOX_ID")
+	host, id, err := importTarget(ctx, req, "SANDBOX_ID")
 	if err != nil {
 		resp.Diagnostics.AddError("Unable to Import Sandbox", err.Error())
 		return
 	}
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("host"), host)...)
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), id)...)
+	setIdentity(ctx, resp.Identity, types.StringValue(host), types.StringValue(id), &resp.Diagnostics)
 	resp.Diagnostics.Append(resp.Private.SetKey(ctx, privateAdoptEnv, []byte("true"))...)
 }
 

@@ -37,6 +37,7 @@ var (
 	_ resource.ResourceWithValidateConfig   = &SnapshotResource{}
 	_ resource.ResourceWithModifyPlan       = &SnapshotResource{}
 	_ resource.ResourceWithImportState      = &SnapshotResource{}
+	_ resource.ResourceWithIdentity         = &SnapshotResource{}
 )
 
 // maxMetadataBytes bounds a snapshot's metadata (keys plus values).
@@ -133,6 +134,10 @@ func (r *SnapshotResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 			"timeouts": timeouts.Block(ctx, timeouts.Opts{Create: true, Delete: true}),
 		},
 	}
+}
+
+func (r *SnapshotResource) IdentitySchema(_ context.Context, _ resource.IdentitySchemaRequest, resp *resource.IdentitySchemaResponse) {
+	resp.IdentitySchema = hostIDIdentity("snapshot")
 }
 
 func (r *SnapshotResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
@@ -254,6 +259,7 @@ func (r *SnapshotResource) Create(ctx context.Context, req resource.CreateReques
 	r.data.emit(ctx, &resp.Diagnostics, events.Event{Event: events.SnapshotCreated, SnapshotID: summary.ID,
 		SandboxID: summary.SandboxID, Host: host, Profile: summary.Profile})
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+	setIdentity(ctx, resp.Identity, plan.Host, plan.ID, &resp.Diagnostics)
 }
 
 func (r *SnapshotResource) capture(ctx context.Context, plan *snapshotModel, id string) (checkpoint.Summary, string, error) {
@@ -323,6 +329,8 @@ func (r *SnapshotResource) Read(ctx context.Context, req resource.ReadRequest, r
 	if errors.Is(err, backends.ErrSnapshotNotFound) {
 		tflog.Warn(ctx, "snapshot is gone from its host; removing it from state", map[string]any{"host": h.Host(), "snapshot_id": state.ID.ValueString()})
 		resp.State.RemoveResource(ctx)
+		// The framework wants an identity even for a resource it drops.
+		setIdentity(ctx, resp.Identity, state.Host, state.ID, &resp.Diagnostics)
 		return
 	}
 	if err != nil {
@@ -331,6 +339,7 @@ func (r *SnapshotResource) Read(ctx context.Context, req resource.ReadRequest, r
 	}
 	state.fromSummary(ctx, s, &resp.Diagnostics)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+	setIdentity(ctx, resp.Identity, state.Host, state.ID, &resp.Diagnostics)
 }
 
 // Update only changes retain_on_destroy (and timeouts): state only.
@@ -338,6 +347,7 @@ func (r *SnapshotResource) Update(ctx context.Context, req resource.UpdateReques
 	var plan snapshotModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+	setIdentity(ctx, resp.Identity, plan.Host, plan.ID, &resp.Diagnostics)
 }
 
 func (r *SnapshotResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
@@ -369,7 +379,7 @@ func (r *SnapshotResource) Delete(ctx context.Context, req resource.DeleteReques
 
 // ImportState takes HOST/SNAPSHOT_ID.
 func (r *SnapshotResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
-	host, id, err := parseImportID(req.ID, "SNAPSHOT_ID")
+	host, id, err := importTarget(ctx, req, "SNAPSHOT_ID")
 	if err != nil {
 		resp.Diagnostics.AddError("Unable to Import Snapshot", err.Error())
 		return
@@ -378,6 +388,7 @@ func (r *SnapshotResource) ImportState(ctx context.Context, req resource.ImportS
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), id)...)
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("quiesce"), backends.QuiesceNone)...)
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("retain_on_destroy"), false)...)
+	setIdentity(ctx, resp.Identity, types.StringValue(host), types.StringValue(id), &resp.Diagnostics)
 }
 
 // fromSummary fills the model from what the host's store says. Snapshots
