@@ -108,17 +108,38 @@ func reaperScheduledCheck() string {
 	return `crontab -l 2>/dev/null | M="` + reaperMarker("") + `$abs" awk '` + endsWithM + ` { print "reaper_scheduled=1"; exit }'`
 }
 
-// RunReaper runs the reaper on h now and returns the ids it removed.
+// RunReaper runs the reaper installed on h now and returns the ids it
+// removed.
 func RunReaper(ctx context.Context, h *hosts.Host) ([]string, error) {
 	out, err := hosts.Output(ctx, h, "sh "+hosts.Quote(ReaperPath(h)))
 	if err != nil {
 		return nil, err
 	}
+	return reaped(string(out)), nil
+}
+
+// Reap runs the reaper on h now, installed there or not: the script goes
+// on stdin, so nothing is written to the host, and only what the reaper
+// removes (expired and abandoned sandboxes) changes. A root directory that
+// does not exist holds nothing to reap. It returns the ids removed.
+func (r *Registry) Reap(ctx context.Context, h *hosts.Host) ([]string, error) {
+	defer r.forget(h) // what a refresh would see has changed
+	root := hosts.Quote(h.RootDir)
+	script := strings.Replace(reaperScript, "@ROOT@", root, 1)
+	var out strings.Builder
+	if err := h.Run(ctx, "[ -d "+root+" ] || exit 0; exec sh -s", strings.NewReader(script), &out); err != nil {
+		return nil, fmt.Errorf("unable to run the reaper on host %q: %w", h.Host(), err)
+	}
+	return reaped(out.String()), nil
+}
+
+// reaped is the ids a reaper's output says it removed ("reaped ID ...").
+func reaped(out string) []string {
 	var ids []string
-	for _, line := range strings.Split(string(out), "\n") {
+	for line := range strings.Lines(out) {
 		if f := strings.Fields(line); len(f) >= 2 && f[0] == "reaped" {
 			ids = append(ids, f[1])
 		}
 	}
-	return ids, nil
+	return ids
 }

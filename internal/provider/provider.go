@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/action"
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
@@ -32,7 +33,10 @@ import (
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/safepath"
 )
 
-var _ provider.Provider = &SandboxerProvider{}
+var (
+	_ provider.Provider            = &SandboxerProvider{}
+	_ provider.ProviderWithActions = &SandboxerProvider{}
+)
 
 // SandboxerProvider is the provider implementation.
 type SandboxerProvider struct {
@@ -279,6 +283,7 @@ func (p *SandboxerProvider) Configure(ctx context.Context, req provider.Configur
 	}
 	resp.ResourceData = data
 	resp.DataSourceData = data
+	resp.ActionData = data
 }
 
 func localHost(name, rootDir string) *hosts.Host {
@@ -372,6 +377,12 @@ func stringOr(v types.String, fallback string) string {
 
 func (p *SandboxerProvider) Resources(_ context.Context) []func() resource.Resource {
 	return []func() resource.Resource{NewSandboxResource, NewSnapshotResource, NewRestoreResource}
+}
+
+// Actions are operations, not objects (Terraform >= 1.14: `action` blocks,
+// `terraform apply -invoke`, `action_trigger`); other CLIs ignore them.
+func (p *SandboxerProvider) Actions(_ context.Context) []func() action.Action {
+	return []func() action.Action{NewReapAction, NewSnapshotAction, NewRestoreAction}
 }
 
 func (p *SandboxerProvider) DataSources(_ context.Context) []func() datasource.DataSource {

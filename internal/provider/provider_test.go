@@ -26,6 +26,11 @@ var testAccProviders = map[string]func() (tfprotov6.ProviderServer, error){
 // unless TF_ACC=1.
 func testAccPreCheck(t *testing.T) {
 	t.Helper()
+	// As resource.Test does: the tests that drive the CLI themselves
+	// (devCLI) would otherwise run in every plain `go test` too.
+	if os.Getenv("TF_ACC") == "" {
+		t.Skip("acceptance test: set TF_ACC=1")
+	}
 	testharness.Env(t, "TF_ACC_TERRAFORM_PATH")
 }
 

@@ -423,6 +423,16 @@ func (r *SandboxResource) Read(ctx context.Context, req resource.ReadRequest, re
 		return
 	}
 	sb, st, err := r.data.registry.Refresh(ctx, h, state.ID.ValueString())
+	if errors.Is(err, backends.ErrNotFound) && state.CreatedAt.IsNull() && state.Status.ValueString() == backends.StatusMissing {
+		// A create that failed and whose cleanup could not reach the host
+		// (failedCreate: kept tainted, never read from a record). Its
+		// record may never have been written, but its write may have left
+		// a temporary file: the replacement's destroy removes that, so it
+		// stays in state until then.
+		tflog.Warn(ctx, "failed create has no record on its host; kept for its destroy", map[string]any{"host": h.Host(), "sandbox_id": state.ID.ValueString()})
+		setIdentity(ctx, resp.Identity, state.Host, state.ID, &resp.Diagnostics)
+		return
+	}
 	if errors.Is(err, backends.ErrNotFound) {
 		tflog.Warn(ctx, "sandbox is gone from its host; removing it from state", map[string]any{"host": h.Host(), "sandbox_id": state.ID.ValueString()})
 		r.settleVanished(&state, &resp.Diagnostics)
