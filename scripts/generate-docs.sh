@@ -11,6 +11,11 @@
 # init needed) and hands the JSON to `tfplugindocs generate --providers-schema`,
 # which then neither builds nor calls Terraform.
 #
+# The schema is read with a Terraform that knows actions (>= 1.14:
+# $SANDBOXER_TERRAFORM_NATIVES, else scripts/harness/natives.sh builds it
+# once, ~3 min), so docs/actions/ is rendered too; older CLIs leave the
+# action schemas out.
+#
 # docs/ is generated: never edit it by hand. Edit templates/, examples/ or the
 # schema's MarkdownDescription, then run this script.
 set -euo pipefail
@@ -32,7 +37,11 @@ terraform {
 HCL
 
 devprovider_log "Reading the provider schema ..."
-"$TERRAFORM" -chdir="$schema_dir" providers schema -json >"$schema_dir/schema.raw.json"
+if [ -z "${SANDBOXER_TERRAFORM_NATIVES:-}" ]; then
+	SANDBOXER_TERRAFORM_NATIVES="$(bash "$REPO_ROOT/scripts/harness/natives.sh" | sed -n 's/^SANDBOXER_TERRAFORM_NATIVES=//p')"
+fi
+[ -x "$SANDBOXER_TERRAFORM_NATIVES" ] || { devprovider_log "ERROR: no Terraform >= 1.14 to read the action schemas with"; exit 1; }
+"$SANDBOXER_TERRAFORM_NATIVES" -chdir="$schema_dir" providers schema -json >"$schema_dir/schema.raw.json"
 
 # tfplugindocs looks the schema up under the provider's short name (or under
 # registry.terraform.io/hashicorp/NAME), not under our registry address

@@ -3,7 +3,8 @@
 # installs and starts the harness (docker engine, two sshd on loopback, a
 # non-root user in the docker group), obtains Terraform, OpenTofu and docker
 # compose v2 (cached), then runs the unit and backend tests, the acceptance
-# tests once with each CLI (compose v2, the host's default), the compose
+# tests once with each CLI (compose v2, the host's default), the actions and
+# identities on a Terraform >= 1.14 built for them, the compose
 # tests again on compose v1, the README's example as written, and the
 # ci-sandbox module's `terraform test` and `tofu test`; golangci-lint and a
 # short run of every fuzz target too.
@@ -25,9 +26,7 @@ if [ -n "${TF_CLI_CONFIG_FILE:-}" ] && [ ! -f "$TF_CLI_CONFIG_FILE" ]; then unse
 export SANDBOXER_REQUIRE_HARNESS=1
 unset SANDBOXER_COMPOSE_CMD
 
-# golangci-lint (.golangci.yml) over the packages brought clean so far; the
-# others (agent, backends, composessh, hosts) join the list as
-# their findings are fixed, until this is ./...
+# golangci-lint (.golangci.yml) over every package.
 lint_pkgs=(./...)
 echo "== lint: golangci-lint ${lint_pkgs[*]}"
 "$SANDBOXER_GOLANGCI_LINT" run "${lint_pkgs[@]}"
@@ -45,6 +44,14 @@ echo "== acceptance tests with OpenTofu ($SANDBOXER_TOFU_PATH)"
 TF_ACC=1 TF_ACC_TERRAFORM_PATH="$SANDBOXER_TOFU_PATH" \
 	TF_ACC_PROVIDER_NAMESPACE=hashicorp TF_ACC_PROVIDER_HOST=registry.opentofu.org \
 	go test -p 1 -count=1 -timeout 30m ./internal/provider/...
+
+# The features only newer CLIs have (actions: Terraform >= 1.14; resource
+# identities: >= 1.12), on a Terraform built for them (natives.sh, cached).
+natives_out="$(bash scripts/harness/natives.sh)" || { echo "test-all.sh: ERROR: building Terraform for the native features failed (see above)" >&2; exit 1; }
+eval "$(printf '%s\n' "$natives_out" | sed 's/^/export /')"
+echo "== Terraform >= 1.14 features with $("$SANDBOXER_TERRAFORM_NATIVES" version | head -n1)"
+TF_ACC=1 TF_ACC_TERRAFORM_PATH="$SANDBOXER_TERRAFORM_NATIVES" go test -p 1 -count=1 -timeout 15m \
+	-run 'TestAccActions|TestUnitIdentity|TestImportIdentity' ./internal/provider/...
 
 echo "== compose tests again on compose v1 ($(docker-compose version --short))"
 SANDBOXER_COMPOSE_CMD=docker-compose go test -p 1 -count=1 ./internal/backends/...

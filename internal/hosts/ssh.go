@@ -23,6 +23,14 @@ const DefaultMaxSessions = 8
 // DefaultDialTimeout bounds TCP connect plus SSH handshake.
 const DefaultDialTimeout = 20 * time.Second
 
+// answerTimeout bounds how long the host may take to answer a session
+// request, or to acknowledge a killed command. A connection whose server
+// processes are gone while its TCP connection stays open answers nothing,
+// and x/crypto/ssh waits for those answers without a context: past this,
+// the connection is taken for dead and closed, which ends every wait on it,
+// and the next command redials. A variable for tests.
+var answerTimeout = 30 * time.Second
+
 // SSHConfig says how to reach and authenticate to one host.
 type SSHConfig struct {
 	Name    string // the provider's host name, for diagnostics
@@ -109,6 +117,49 @@ func (s *SSH) dropLocked() {
 	s.closers = nil
 }
 
+// drop closes client if it is still the pooled one: it stopped answering.
+func (s *SSH) drop(client *ssh.Client) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.client == client {
+		s.dropLocked()
+	}
+}
+
+// openSession opens a session on client, giving up when ctx ends or when
+// the host has not answered within answerTimeout (then the connection is
+// dropped: see answerTimeout).
+func (s *SSH) openSession(ctx context.Context, client *ssh.Client) (*ssh.Session, error) {
+	type opened struct {
+		session *ssh.Session
+		err     error
+	}
+	ch := make(chan opened, 1)
+	go func() {
+		session, err := client.NewSession()
+		ch <- opened{session, err}
+	}()
+	timer := time.NewTimer(answerTimeout)
+	defer timer.Stop()
+	var err error
+	select {
+	case o := <-ch:
+		return o.session, o.err
+	case <-ctx.Done():
+		err = ctx.Err()
+	case <-timer.C:
+		s.drop(client)
+		err = fmt.Errorf("the connection did not answer a session request in %s", answerTimeout)
+	}
+	// A session that opens after all is closed unused.
+	go func() {
+		if o := <-ch; o.session != nil {
+			_ = o.session.Close()
+		}
+	}()
+	return nil, err
+}
+
 // connected returns the pooled client, dialling it if needed. Callers that
 // find it dead pass it back as stale so that only one of them redials.
 func (s *SSH) connected(ctx context.Context, stale *ssh.Client) (*ssh.Client, error) {
@@ -138,15 +189,19 @@ func (s *SSH) Run(ctx context.Context, script string, stdin io.Reader, stdout io
 	if err != nil {
 		return err
 	}
-	session, err := client.NewSession()
-	if err != nil {
+	session, err := s.openSession(ctx, client)
+	if err != nil && ctx.Err() == nil {
 		// The pooled connection died (host rebooted, idle timeout): redial once.
 		if client, err = s.connected(ctx, client); err != nil {
 			return err
 		}
-		if session, err = client.NewSession(); err != nil {
-			return fmt.Errorf("host %q (%s): unable to open SSH session: %w", s.cfg.Name, s.cfg.Address, err)
+		session, err = s.openSession(ctx, client)
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
 		}
+		return fmt.Errorf("host %q (%s): unable to open SSH session: %w", s.cfg.Name, s.cfg.Address, err)
 	}
 	// Closed after its command ended (or was killed and closed below): an
 	// error (io.EOF once closed) says nothing about the command.
@@ -161,7 +216,17 @@ func (s *SSH) Run(ctx context.Context, script string, stdin io.Reader, stdout io
 	session.Stderr = stderr
 
 	// The login shell may be anything; run the script under sh explicitly.
-	if err := session.Start(Command("sh", "-c", script)); err != nil {
+	start := make(chan error, 1)
+	go func() { start <- session.Start(Command("sh", "-c", script)) }()
+	select {
+	case err = <-start:
+	case <-ctx.Done():
+		return ctx.Err() // the deferred Close ends the session, started or not
+	case <-time.After(answerTimeout):
+		s.drop(client)
+		err = fmt.Errorf("the connection did not answer in %s", answerTimeout)
+	}
+	if err != nil {
 		return fmt.Errorf("host %q (%s): unable to start command: %w", s.cfg.Name, s.cfg.Address, err)
 	}
 	done := make(chan error, 1)
@@ -171,7 +236,13 @@ func (s *SSH) Run(ctx context.Context, script string, stdin io.Reader, stdout io
 	case <-ctx.Done():
 		_ = session.Signal(ssh.SIGKILL)
 		_ = session.Close()
-		<-done //nolint:errcheck // killed: how its Wait ends says nothing more
+		// Killed: how its Wait ends says nothing more.
+		select {
+		case <-done: //nolint:errcheck // see above
+		case <-time.After(answerTimeout):
+			s.drop(client) // no answer to the close: dead; closing it ends the Wait
+			<-done         //nolint:errcheck // see above
+		}
 		return ctx.Err()
 	}
 	if err == nil {
