@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -169,4 +171,59 @@ resource "terraform_data" "rollback" {
 			},
 		}},
 	})
+}
+
+// `terraform apply -invoke` of sandboxer_reap through the real CLI: the
+// action's progress names the sandbox it removed, the host no longer has
+// it, and nothing enters state.
+func TestAccActions_invoke(t *testing.T) {
+	testAccPreCheck(t)
+	tf := newDevCLI(t)
+	out, _ := exec.Command(tf.cli, "version").Output() // no answer: skipped below
+	if f := strings.Fields(string(out)); len(f) < 2 || f[0] != "Terraform" || !versionAtLeast(strings.TrimPrefix(f[1], "v"), 1, 14) {
+		t.Skipf("needs Terraform >= 1.14 for -invoke; %s says %q", tf.cli, strings.SplitN(string(out), "\n", 2)[0])
+	}
+	h := newAccHost(t)
+	id, ws := expiredSandbox(t, h.rootDir)
+	work := tf.dir(devCLIHeader + fmt.Sprintf(`
+provider "sandboxer" {
+  host {
+    name             = "harness"
+    address          = %q
+    user             = %q
+    private_key_file = %q
+    known_hosts_file = %q
+    root_dir         = %q
+  }
+}
+
+action "sandboxer_reap" "now" {
+  config {
+    host = "harness"
+  }
+}
+`, testharness.Env(t, "SANDBOXER_TEST_SSH_ADDR"), testharness.Env(t, "SANDBOXER_TEST_SSH_USER"),
+		testharness.Env(t, "SANDBOXER_TEST_SSH_KEY"), testharness.Env(t, "SANDBOXER_TEST_KNOWN_HOSTS"), h.rootDir))
+	applied := tf.run(work, "apply", "-auto-approve", "-invoke=action.sandboxer_reap.now")
+	if !strings.Contains(applied, "reaped sandbox "+id) {
+		t.Errorf("the invoke's output does not report sandbox %s:\n%s", id, applied)
+	}
+	if _, err := os.Stat(filepath.Join(h.rootDir, ".sandboxer", "sandboxes", id+".json")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the expired sandbox's record remains: %v", err)
+	}
+	if _, err := os.Stat(ws); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the expired sandbox's workspace remains: %v", err)
+	}
+	if state, _ := tf.try(work, "state", "list"); strings.TrimSpace(state) != "" {
+		t.Errorf("an invoked action left state: %q", state)
+	}
+}
+
+// versionAtLeast reports whether v ("1.14.9") is at least major.minor.
+func versionAtLeast(v string, major, minor int) bool {
+	var ma, mi int
+	if _, err := fmt.Sscanf(v, "%d.%d", &ma, &mi); err != nil {
+		return false
+	}
+	return ma > major || ma == major && mi >= minor
 }
