@@ -178,11 +178,12 @@ resource "terraform_data" "rollback" {
 // it, and nothing enters state.
 func TestAccActions_invoke(t *testing.T) {
 	testAccPreCheck(t)
-	tf := newDevCLI(t)
-	out, _ := exec.Command(tf.cli, "version").Output() // no answer: skipped below
+	cli := testharness.Env(t, "TF_ACC_TERRAFORM_PATH")
+	out, _ := exec.Command(cli, "version").Output() // no answer: skipped below
 	if f := strings.Fields(string(out)); len(f) < 2 || f[0] != "Terraform" || !versionAtLeast(strings.TrimPrefix(f[1], "v"), 1, 14) {
-		t.Skipf("needs Terraform >= 1.14 for -invoke; %s says %q", tf.cli, strings.SplitN(string(out), "\n", 2)[0])
+		t.Skipf("needs Terraform >= 1.14 for -invoke; %s says %q", cli, strings.SplitN(string(out), "\n", 2)[0])
 	}
+	tf := newDevCLI(t)
 	h := newAccHost(t)
 	id, ws := expiredSandbox(t, h.rootDir)
 	work := tf.dir(devCLIHeader + fmt.Sprintf(`
