@@ -1,12 +1,8 @@
 package backends
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"slices"
 	"strconv"
@@ -119,28 +115,26 @@ func parseFacts(out string) HostFacts {
 	return f
 }
 
-// Sandboxes lists every sandbox recorded on a host with its live status.
+// Sandboxes lists every sandbox recorded on a host with its live status,
+// sorted by id: one command for the whole host (its host view, shared with
+// the refreshes in flight), not one per sandbox.
 func (r *Registry) Sandboxes(ctx context.Context, h *hosts.Host) ([]SandboxInfo, error) {
-	out, err := hosts.Output(ctx, h, fmt.Sprintf(`for f in %s/*.json; do if [ -f "$f" ]; then cat -- "$f"; fi; done`,
-		hosts.Quote(h.Path(".sandboxer", "sandboxes"))))
+	view, err := r.view(ctx, h)
 	if err != nil {
 		return nil, err
 	}
 	now := r.now()
 	var list []SandboxInfo
-	dec := json.NewDecoder(bytes.NewReader(out))
-	for {
-		var sb Sandbox
-		if err := dec.Decode(&sb); errors.Is(err, io.EOF) {
-			break
-		} else if err != nil {
-			return nil, fmt.Errorf("host %q: a sandbox record is corrupt: %w", h.Host(), err)
+	for _, id := range slices.Sorted(maps.Keys(view.records)) {
+		sb, err := decodeRecord(h, id, view.records[id], view.root)
+		if err != nil {
+			return nil, err
 		}
-		info := SandboxInfo{Sandbox: &sb, Expired: sb.ExpiresAt != nil && now.After(*sb.ExpiresAt)}
+		info := SandboxInfo{Sandbox: sb, Expired: sb.ExpiresAt != nil && now.After(*sb.ExpiresAt)}
 		ext, err := r.Extension(sb.Extension)
 		if err != nil {
 			info.Status = Status{State: "unknown"}
-		} else if info.Status, err = ext.Inspect(ctx, h, &sb); err != nil {
+		} else if info.Status, err = r.statusIn(ctx, h, view, ext, sb); err != nil {
 			return nil, err
 		}
 		// At whole seconds, as the reaper compares it: stale here means

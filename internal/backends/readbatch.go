@@ -122,7 +122,7 @@ func (r *Registry) Refresh(ctx context.Context, h *hosts.Host, id string) (*Sand
 	if err := CheckID(id); err != nil {
 		return nil, Status{}, err
 	}
-	view, err := r.reads.get(ctx, h.Host(), func() (*hostView, error) { return r.readHost(ctx, h) })
+	view, err := r.view(ctx, h)
 	if err != nil {
 		return nil, Status{}, err
 	}
@@ -138,16 +138,27 @@ func (r *Registry) Refresh(ctx context.Context, h *hosts.Host, id string) (*Sand
 	if err != nil {
 		return nil, Status{}, err
 	}
+	st, err := r.statusIn(ctx, h, view, ext, sb)
+	return sb, st, err
+}
+
+// view is h's host view, read now or shared with the reads in flight.
+func (r *Registry) view(ctx context.Context, h *hosts.Host) (*hostView, error) {
+	return r.reads.get(ctx, h.Host(), func() (*hostView, error) { return r.readHost(ctx, h) })
+}
+
+// statusIn is sb's status as its extension's Inspect would return it,
+// taken from the view when the view holds it.
+func (r *Registry) statusIn(ctx context.Context, h *hosts.Host, view *hostView, ext Extension, sb *Sandbox) (Status, error) {
 	// The view knows whether a workspace exists only for one directly in
 	// the root; another (a vm-packer workspace_base) is asked for itself.
 	name := path.Base(sb.WorkspaceDir)
 	bi, batch := ext.(BatchInspector)
 	out, read := view.ext[sb.Extension]
 	if !batch || !read || sb.WorkspaceDir != strings.TrimSuffix(view.root, "/")+"/"+name {
-		st, err := ext.Inspect(ctx, h, sb)
-		return sb, st, err
+		return ext.Inspect(ctx, h, sb)
 	}
-	return sb, bi.StatusFrom(out, view.names[name], sb), nil
+	return bi.StatusFrom(out, view.names[name], sb), nil
 }
 
 // RefreshSnapshot is GetSnapshot for a refresh: the manifests of the

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -178,11 +177,7 @@ resource "terraform_data" "rollback" {
 // it, and nothing enters state.
 func TestAccActions_invoke(t *testing.T) {
 	testAccPreCheck(t)
-	cli := testharness.Env(t, "TF_ACC_TERRAFORM_PATH")
-	out, _ := exec.Command(cli, "version").Output() // no answer: skipped below
-	if f := strings.Fields(string(out)); len(f) < 2 || f[0] != "Terraform" || !versionAtLeast(strings.TrimPrefix(f[1], "v"), 1, 14) {
-		t.Skipf("needs Terraform >= 1.14 for -invoke; %s says %q", cli, strings.SplitN(string(out), "\n", 2)[0])
-	}
+	skipBelowNatives(t)
 	tf := newDevCLI(t)
 	h := newAccHost(t)
 	id, ws := expiredSandbox(t, h.rootDir)

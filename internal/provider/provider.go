@@ -16,6 +16,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/action"
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/list"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/provider"
 	"github.com/hashicorp/terraform-plugin-framework/provider/schema"
@@ -34,8 +35,9 @@ import (
 )
 
 var (
-	_ provider.Provider            = &SandboxerProvider{}
-	_ provider.ProviderWithActions = &SandboxerProvider{}
+	_ provider.Provider                  = &SandboxerProvider{}
+	_ provider.ProviderWithActions       = &SandboxerProvider{}
+	_ provider.ProviderWithListResources = &SandboxerProvider{}
 )
 
 // SandboxerProvider is the provider implementation.
@@ -284,6 +286,7 @@ func (p *SandboxerProvider) Configure(ctx context.Context, req provider.Configur
 	resp.ResourceData = data
 	resp.DataSourceData = data
 	resp.ActionData = data
+	resp.ListResourceData = data
 }
 
 func localHost(name, rootDir string) *hosts.Host {
@@ -383,6 +386,12 @@ func (p *SandboxerProvider) Resources(_ context.Context) []func() resource.Resou
 // `terraform apply -invoke`, `action_trigger`); other CLIs ignore them.
 func (p *SandboxerProvider) Actions(_ context.Context) []func() action.Action {
 	return []func() action.Action{NewReapAction, NewSnapshotAction, NewRestoreAction}
+}
+
+// ListResources serve `terraform query` (Terraform >= 1.14); other CLIs
+// never ask for them.
+func (p *SandboxerProvider) ListResources(_ context.Context) []func() list.ListResource {
+	return []func() list.ListResource{NewSandboxListResource, NewSnapshotListResource}
 }
 
 func (p *SandboxerProvider) DataSources(_ context.Context) []func() datasource.DataSource {
