@@ -16,8 +16,9 @@ import (
 )
 
 var (
-	_ action.Action              = &SnapshotAction{}
-	_ action.ActionWithConfigure = &SnapshotAction{}
+	_ action.Action                   = &SnapshotAction{}
+	_ action.ActionWithConfigure      = &SnapshotAction{}
+	_ action.ActionWithValidateConfig = &SnapshotAction{}
 )
 
 // NewSnapshotAction is the action constructor.
@@ -75,6 +76,17 @@ func (a *SnapshotAction) Schema(_ context.Context, _ action.SchemaRequest, resp 
 
 func (a *SnapshotAction) Configure(_ context.Context, req action.ConfigureRequest, resp *action.ConfigureResponse) {
 	a.data = providerDataFrom(req.ProviderData, &resp.Diagnostics)
+}
+
+// ValidateConfig holds paths and metadata to the resource's rules at plan
+// time, so a bad action fails before anything runs.
+func (a *SnapshotAction) ValidateConfig(ctx context.Context, req action.ValidateConfigRequest, resp *action.ValidateConfigResponse) {
+	var m snapshotActionModel
+	resp.Diagnostics.Append(req.Config.Get(ctx, &m)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	validateSnapshotArgs(ctx, m.IncludePaths, m.ExcludePaths, m.Metadata, &resp.Diagnostics)
 }
 
 func (a *SnapshotAction) Invoke(ctx context.Context, req action.InvokeRequest, resp *action.InvokeResponse) {

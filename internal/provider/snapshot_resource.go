@@ -157,19 +157,26 @@ func (r *SnapshotResource) ValidateConfig(ctx context.Context, req resource.Vali
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	if !m.IncludePaths.IsUnknown() && !m.ExcludePaths.IsUnknown() {
-		f := checkpoint.Filter{Include: stringList(ctx, m.IncludePaths, &resp.Diagnostics), Exclude: stringList(ctx, m.ExcludePaths, &resp.Diagnostics)}
+	validateSnapshotArgs(ctx, m.IncludePaths, m.ExcludePaths, m.Metadata, &resp.Diagnostics)
+}
+
+// validateSnapshotArgs holds a capture's paths and metadata to the
+// store's rules, for the resource and the action alike, before any host
+// is contacted. Unknown values are checked when they are known.
+func validateSnapshotArgs(ctx context.Context, include, exclude types.List, metadata types.Map, diags *diag.Diagnostics) {
+	if !include.IsUnknown() && !exclude.IsUnknown() {
+		f := checkpoint.Filter{Include: stringList(ctx, include, diags), Exclude: stringList(ctx, exclude, diags)}
 		if err := f.Validate(); err != nil {
-			resp.Diagnostics.AddAttributeError(path.Root("include_paths"), "Invalid Snapshot Paths", err.Error())
+			diags.AddAttributeError(path.Root("include_paths"), "Invalid Snapshot Paths", err.Error())
 		}
 	}
-	if !m.Metadata.IsUnknown() {
+	if !metadata.IsUnknown() {
 		size := 0
-		for k, v := range stringMap(ctx, m.Metadata, &resp.Diagnostics) {
+		for k, v := range stringMap(ctx, metadata, diags) {
 			size += len(k) + len(v)
 		}
 		if size > maxMetadataBytes {
-			resp.Diagnostics.AddAttributeError(path.Root("metadata"), "Snapshot Metadata Too Large",
+			diags.AddAttributeError(path.Root("metadata"), "Snapshot Metadata Too Large",
 				fmt.Sprintf("metadata holds %d bytes; at most %d are allowed", size, maxMetadataBytes))
 		}
 	}
