@@ -503,7 +503,7 @@ func (c *Client) transfer(ctx context.Context, src *hosts.Host, id string, dst *
 	}
 	seen := map[string]bool{}
 	var digests []string
-	for _, e := range full.Manifest.Entries {
+	for e := range full.Manifest.Files() {
 		if e.Type == checkpoint.TypeFile && !seen[e.Digest] {
 			seen[e.Digest] = true
 			digests = append(digests, e.Digest)

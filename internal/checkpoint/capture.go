@@ -38,6 +38,11 @@ type CaptureOptions struct {
 	Now         time.Time
 	Workers     int // parallel file readers; 0 means 4
 
+	// Volumes captured before, under the same shared lock (CaptureVolume),
+	// and the bytes they added to the store.
+	Volumes            []Volume `json:"volumes,omitempty"`
+	VolumesStoredBytes int64    `json:"volumes_stored_bytes,omitempty"`
+
 	// Done, when closed, means the caller has gone (connection cut, provider
 	// killed): the capture stops and writes no manifest, so nothing trusts it.
 	Done <-chan struct{} `json:"-"`
@@ -58,6 +63,8 @@ func aborted(done <-chan struct{}) bool {
 // Capture snapshots workspace into the store. Unchanged files (same size and
 // mtime as in the sandbox's previous snapshot) are not read again; new
 // content is written once, under its digest. The manifest is written last.
+// opts.Volumes, captured before (CaptureVolume, under the caller's shared
+// lock: LockShared), join the workspace in the one manifest.
 func (s *Store) Capture(workspace string, opts CaptureOptions) (*Manifest, error) {
 	if err := CheckID(opts.ID); err != nil {
 		return nil, err
@@ -76,17 +83,12 @@ func (s *Store) Capture(workspace string, opts CaptureOptions) (*Manifest, error
 	}
 	defer unlock()
 
-	// The stat cache is read while the workspace is scanned: two costs of
-	// the same size, one CPU-bound and one bound by system calls.
-	prevc := make(chan statCache, 1)
-	go func() { prevc <- s.previous(opts.SandboxID) }()
-	scannedAt := time.Now().UnixNano()
-	entries, err := scan(workspace, opts.Filter)
-	prev := <-prevc
-	if err != nil {
-		return nil, err
+	var used Usage // the volumes' files count against the same limits
+	for _, v := range opts.Volumes {
+		used = used.Add(v.Entries)
 	}
-	if err := checkLimits(entries, opts.Limits); err != nil {
+	t, err := s.captureTree(workspace, opts.Filter, false, opts.SandboxID, opts.Limits, used, opts.Workers, opts.Done)
+	if err != nil {
 		return nil, err
 	}
 	var env map[string]string
@@ -94,6 +96,45 @@ func (s *Store) Capture(workspace string, opts CaptureOptions) (*Manifest, error
 		if env, err = readDotEnv(filepath.Join(workspace, ".env")); err != nil {
 			return nil, err
 		}
+	}
+	m := &Manifest{
+		ID: opts.ID, Name: opts.Name, Description: opts.Description, SandboxID: opts.SandboxID,
+		Profile: opts.Profile, CreatedAt: opts.Now.UTC(), Metadata: opts.Metadata,
+		Include: opts.Filter.Include, Exclude: opts.Filter.Exclude, Entries: t.entries,
+		Volumes: opts.Volumes, StoredBytes: opts.VolumesStoredBytes + t.stored, ScannedAtNs: t.scannedAtNs,
+	}
+	if err := s.save(m, env); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// tree is one directory's capture: its entries, the bytes it added to the
+// store and when it was scanned.
+type tree struct {
+	entries     []Entry
+	stored      int64
+	scannedAtNs int64
+}
+
+// captureTree scans dir and stores the content of its files, reading only
+// those the stat cache under cacheKey (statcache.go) does not vouch for.
+// The caller holds the shared lock.
+// used is what parts of the same snapshot captured before hold: it counts
+// against limits too.
+func (s *Store) captureTree(dir string, f Filter, owners bool, cacheKey string, limits Limits, used Usage, workers int, done <-chan struct{}) (tree, error) {
+	// The stat cache is read while the directory is scanned: two costs of
+	// the same size, one CPU-bound and one bound by system calls.
+	prevc := make(chan statCache, 1)
+	go func() { prevc <- s.previous(cacheKey) }()
+	scannedAt := time.Now().UnixNano()
+	entries, err := scan(dir, f, owners)
+	prev := <-prevc
+	if err != nil {
+		return tree{}, err
+	}
+	if err := checkLimits(used.Add(entries), limits); err != nil {
+		return tree{}, err
 	}
 
 	// Files the stat cache vouches for keep their digest; only the rest are
@@ -113,51 +154,50 @@ func (s *Store) Capture(workspace string, opts CaptureOptions) (*Manifest, error
 		toRead = append(toRead, i)
 	}
 	var stored atomic.Int64
-	err = forEach(toRead, opts.Workers, opts.Done, func(i int) error {
+	err = forEach(toRead, workers, done, func(i int) error {
 		e := &entries[i]
-		n, err := s.storeFile(filepath.Join(workspace, filepath.FromSlash(e.Path)), e)
+		n, err := s.storeFile(filepath.Join(dir, filepath.FromSlash(e.Path)), e)
 		stored.Add(n)
 		return err
 	})
 	if err != nil {
-		return nil, err
+		return tree{}, err
 	}
-	if aborted(opts.Done) {
-		return nil, ErrAborted
+	if aborted(done) {
+		return tree{}, ErrAborted
 	}
-
-	m := &Manifest{
-		ID: opts.ID, Name: opts.Name, Description: opts.Description, SandboxID: opts.SandboxID,
-		Profile: opts.Profile, CreatedAt: opts.Now.UTC(), Metadata: opts.Metadata,
-		Include: opts.Filter.Include, Exclude: opts.Filter.Exclude, Entries: entries,
-		StoredBytes: stored.Load(), ScannedAtNs: scannedAt,
-	}
-	if err := s.save(m, env); err != nil {
-		return nil, err
-	}
-	return m, nil
+	return tree{entries: entries, stored: stored.Load(), scannedAtNs: scannedAt}, nil
 }
 
-func checkLimits(entries []Entry, l Limits) error {
+// Usage is what (part of) a snapshot holds, as limits count it.
+type Usage struct {
+	Bytes int64 `json:"bytes"`
+	Files int   `json:"files"`
+}
+
+// Add is u with entries' files counted too.
+func (u Usage) Add(entries []Entry) Usage {
+	for _, e := range entries {
+		if e.Type == TypeFile {
+			u.Bytes += e.Size
+			u.Files++
+		}
+	}
+	return u
+}
+
+func checkLimits(u Usage, l Limits) error {
 	if l.MaxBytes <= 0 {
 		l.MaxBytes = DefaultMaxBytes
 	}
 	if l.MaxFiles <= 0 {
 		l.MaxFiles = DefaultMaxFiles
 	}
-	var size int64
-	files := 0
-	for _, e := range entries {
-		if e.Type == TypeFile {
-			size += e.Size
-			files++
-		}
+	if u.Files > l.MaxFiles {
+		return fmt.Errorf("snapshot would hold %d files, over the limit of %d: narrow it with include_paths/exclude_paths or raise the profile's snapshot limit", u.Files, l.MaxFiles)
 	}
-	if files > l.MaxFiles {
-		return fmt.Errorf("snapshot would hold %d files, over the limit of %d: narrow it with include_paths/exclude_paths or raise the profile's snapshot limit", files, l.MaxFiles)
-	}
-	if size > l.MaxBytes {
-		return fmt.Errorf("snapshot would hold %d bytes, over the limit of %d: narrow it with include_paths/exclude_paths or raise the profile's snapshot limit", size, l.MaxBytes)
+	if u.Bytes > l.MaxBytes {
+		return fmt.Errorf("snapshot would hold %d bytes, over the limit of %d: narrow it with include_paths/exclude_paths or raise the profile's snapshot limit", u.Bytes, l.MaxBytes)
 	}
 	return nil
 }
@@ -215,7 +255,7 @@ func (s *Store) storeFile(src string, e *Entry) (int64, error) {
 	if compressed {
 		final = s.compressedPath(e.Digest)
 	}
-	if err := commit(tmp.Name(), final); err != nil {
+	if err := s.commit(tmp.Name(), final); err != nil {
 		_ = os.Remove(tmp.Name()) // best effort: a leftover temp file is collected later
 		return 0, err
 	}

@@ -1,6 +1,9 @@
 package checkpoint
 
-import "sort"
+import (
+	"iter"
+	"sort"
+)
 
 // Diff is what changed from one snapshot to another. Env is compared by
 // name and value, but only names are reported: values are secret.
@@ -20,23 +23,19 @@ func Compare(from, to *Manifest, fromEnv, toEnv map[string]string) Diff {
 	d := Diff{FilesAdded: []string{}, FilesRemoved: []string{}, FilesModified: []string{},
 		EnvAdded: []string{}, EnvRemoved: []string{}, EnvModified: []string{}}
 	before := map[string]Entry{}
-	for _, e := range from.Entries {
-		if e.Type != TypeDir {
-			before[e.Path] = e
-		}
+	for p, e := range from.diffPaths() {
+		before[p] = e
 	}
-	for _, e := range to.Entries {
-		if e.Type == TypeDir {
-			continue
-		}
-		old, ok := before[e.Path]
+	for p, e := range to.diffPaths() {
+		old, ok := before[p]
 		switch {
 		case !ok:
-			d.FilesAdded = append(d.FilesAdded, e.Path)
-		case old.Type != e.Type || old.Digest != e.Digest || old.Mode != e.Mode || old.Target != e.Target:
-			d.FilesModified = append(d.FilesModified, e.Path)
+			d.FilesAdded = append(d.FilesAdded, p)
+		case old.Type != e.Type || old.Digest != e.Digest || old.Mode != e.Mode || old.Target != e.Target ||
+			old.UID != e.UID || old.GID != e.GID:
+			d.FilesModified = append(d.FilesModified, p)
 		}
-		delete(before, e.Path)
+		delete(before, p)
 	}
 	for p := range before {
 		d.FilesRemoved = append(d.FilesRemoved, p)
@@ -60,6 +59,25 @@ func Compare(from, to *Manifest, fromEnv, toEnv map[string]string) Diff {
 	}
 	d.SizeChangeBytes = to.SizeBytes - from.SizeBytes
 	return d
+}
+
+// diffPaths yields the files and links a diff compares, by the path it
+// reports: a workspace path as it is, a volume's as volume:<name>/<path>.
+func (m *Manifest) diffPaths() iter.Seq2[string, Entry] {
+	return func(yield func(string, Entry) bool) {
+		for _, e := range m.Entries {
+			if e.Type != TypeDir && !yield(e.Path, e) {
+				return
+			}
+		}
+		for _, v := range m.Volumes {
+			for _, e := range v.Entries {
+				if e.Type != TypeDir && !yield("volume:"+v.Name+"/"+e.Path, e) {
+					return
+				}
+			}
+		}
+	}
 }
 
 // Diff compares two snapshots of this store.

@@ -27,3 +27,15 @@ func readDirStat(dir string) ([]dirStat, error) {
 	}
 	return out, nil
 }
+
+// rootStat is dir's own mode; owners are not known here.
+func rootStat(dir string) (mode fs.FileMode, uid, gid int, err error) {
+	st, err := os.Lstat(dir)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	if !st.IsDir() {
+		return 0, 0, 0, errors.New(dir + " is not a directory")
+	}
+	return st.Mode() & (fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky), 0, 0, nil
+}

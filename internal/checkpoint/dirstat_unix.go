@@ -3,6 +3,7 @@
 package checkpoint
 
 import (
+	"fmt"
 	"io/fs"
 	"os"
 
@@ -44,7 +45,38 @@ func readDirStat(dir string) ([]dirStat, error) {
 		default:
 			mode |= fs.ModeIrregular
 		}
-		out = append(out, dirStat{name: name, mode: mode, size: st.Size, mtimeNs: st.Mtim.Nano()})
+		if st.Mode&unix.S_ISUID != 0 {
+			mode |= fs.ModeSetuid
+		}
+		if st.Mode&unix.S_ISGID != 0 {
+			mode |= fs.ModeSetgid
+		}
+		if st.Mode&unix.S_ISVTX != 0 {
+			mode |= fs.ModeSticky
+		}
+		out = append(out, dirStat{name: name, mode: mode, size: st.Size, mtimeNs: st.Mtim.Nano(), uid: int(st.Uid), gid: int(st.Gid)})
 	}
 	return out, nil
+}
+
+// rootStat is dir's own mode (with setuid, setgid and sticky bits) and owner.
+func rootStat(dir string) (mode fs.FileMode, uid, gid int, err error) {
+	var st unix.Stat_t
+	if err := unix.Lstat(dir, &st); err != nil {
+		return 0, 0, 0, &fs.PathError{Op: "lstat", Path: dir, Err: err}
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		return 0, 0, 0, fmt.Errorf("%s is not a directory", dir)
+	}
+	mode = fs.FileMode(st.Mode & 0o777)
+	if st.Mode&unix.S_ISUID != 0 {
+		mode |= fs.ModeSetuid
+	}
+	if st.Mode&unix.S_ISGID != 0 {
+		mode |= fs.ModeSetgid
+	}
+	if st.Mode&unix.S_ISVTX != 0 {
+		mode |= fs.ModeSticky
+	}
+	return mode, int(st.Uid), int(st.Gid), nil
 }

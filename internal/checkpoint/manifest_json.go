@@ -57,6 +57,14 @@ func appendEntryJSON(b []byte, e *Entry) []byte {
 		b = append(b, `,"mtime_ns":`...)
 		b = strconv.AppendInt(b, e.MtimeNs, 10)
 	}
+	if e.UID != 0 {
+		b = append(b, `,"uid":`...)
+		b = strconv.AppendInt(b, int64(e.UID), 10)
+	}
+	if e.GID != 0 {
+		b = append(b, `,"gid":`...)
+		b = strconv.AppendInt(b, int64(e.GID), 10)
+	}
 	return append(b, '}')
 }
 

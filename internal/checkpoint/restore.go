@@ -28,7 +28,10 @@ type RestoreOptions struct {
 	Env       bool // restore the captured env as the target's .env
 	Overwrite bool // files present in both take the snapshot's content
 	Prune     bool // remove in-scope files the snapshot does not have
-	Workers   int  // parallel object readers; 0 means 4
+	// Owners gives every entry the owner it was captured with (a volume's;
+	// the restore runs as root). Workspace entries belong to the restorer.
+	Owners  bool `json:"owners,omitempty"`
+	Workers int  // parallel object readers; 0 means 4
 
 	// Done, when closed, means the caller has gone: a restore not yet
 	// applying stops before it changes the target.
@@ -96,7 +99,7 @@ func (s *Store) RestoreManifest(m *Manifest, env map[string]string, target strin
 	}
 	// Best effort: what staging still holds is only copies.
 	defer func() { _ = os.RemoveAll(staging) }()
-	staged, err := s.stage(todo, staging, opts.Workers)
+	staged, err := s.stage(todo, staging, opts.Workers, opts.Owners)
 	if err != nil {
 		return res, err // target untouched but for the staging directory, now removed
 	}
@@ -139,13 +142,14 @@ func (s *Store) RestoreManifest(m *Manifest, env map[string]string, target strin
 			if err := os.Symlink(e.Target, dst); err != nil {
 				return res, err
 			}
+			if err := own(dst, e, opts.Owners); err != nil {
+				return res, err
+			}
 			res.FilesRestored++
 		}
 	}
-	for i := len(dirs) - 1; i >= 0; i-- {
-		if err := os.Chmod(filepath.Join(target, filepath.FromSlash(dirs[i].Path)), fs.FileMode(dirs[i].Mode)); err != nil {
-			return res, err
-		}
+	if err := setDirModes(target, dirs, opts.Owners); err != nil {
+		return res, err
 	}
 	if opts.Files && opts.Prune {
 		n, err := prune(target, m, filepath.Base(staging))
@@ -214,7 +218,7 @@ func (s *Store) restoreFresh(m *Manifest, env map[string]string, target string, 
 	}
 	err = forEachFile(m.Entries, opts.Workers, opts.Done, func(i int) error {
 		e := m.Entries[i]
-		return s.writeVerified(e, filepath.Join(target, filepath.FromSlash(e.Path)))
+		return s.writeVerified(e, filepath.Join(target, filepath.FromSlash(e.Path)), opts.Owners)
 	})
 	if err != nil {
 		return res, err
@@ -227,16 +231,18 @@ func (s *Store) restoreFresh(m *Manifest, env map[string]string, target string, 
 		case TypeFile:
 			res.FilesRestored++
 		case TypeSymlink:
-			if err := os.Symlink(e.Target, filepath.Join(target, filepath.FromSlash(e.Path))); err != nil {
+			dst := filepath.Join(target, filepath.FromSlash(e.Path))
+			if err := os.Symlink(e.Target, dst); err != nil {
+				return res, err
+			}
+			if err := own(dst, e, opts.Owners); err != nil {
 				return res, err
 			}
 			res.FilesRestored++
 		}
 	}
-	for i := len(dirs) - 1; i >= 0; i-- {
-		if err := os.Chmod(filepath.Join(target, filepath.FromSlash(dirs[i].Path)), fs.FileMode(dirs[i].Mode)); err != nil {
-			return res, err
-		}
+	if err := setDirModes(target, dirs, opts.Owners); err != nil {
+		return res, err
 	}
 	if opts.Env && m.EnvDigest != "" {
 		if err := writeDotEnv(filepath.Join(target, ".env"), env); err != nil {
@@ -246,13 +252,36 @@ func (s *Store) restoreFresh(m *Manifest, env map[string]string, target string, 
 	return res, nil
 }
 
+// setDirModes gives restored directories their modes (and owners), the
+// deepest first: a read-only directory still received its files.
+func setDirModes(target string, dirs []Entry, owners bool) error {
+	for i := len(dirs) - 1; i >= 0; i-- {
+		p := filepath.Join(target, filepath.FromSlash(dirs[i].Path))
+		if err := own(p, dirs[i], owners); err != nil {
+			return err
+		}
+		if err := os.Chmod(p, fs.FileMode(dirs[i].Mode)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// own gives p (never what a link at p points to) e's captured owner.
+func own(p string, e Entry, owners bool) error {
+	if !owners {
+		return nil
+	}
+	return os.Lchown(p, e.UID, e.GID)
+}
+
 // stage copies every file entry's object into staging, verifying digests.
 // The first mismatch or missing object fails the whole restore, naming the file.
-func (s *Store) stage(todo []Entry, staging string, workers int) (map[string]string, error) {
+func (s *Store) stage(todo []Entry, staging string, workers int, owners bool) (map[string]string, error) {
 	paths := make([]string, len(todo))
 	err := forEachFile(todo, workers, nil, func(i int) error {
 		var err error
-		paths[i], err = s.stageOne(todo[i], staging)
+		paths[i], err = s.stageOne(todo[i], staging, owners)
 		return err
 	})
 	if err != nil {
@@ -267,16 +296,17 @@ func (s *Store) stage(todo []Entry, staging string, workers int) (map[string]str
 	return staged, nil
 }
 
-func (s *Store) stageOne(e Entry, staging string) (string, error) {
+func (s *Store) stageOne(e Entry, staging string, owners bool) (string, error) {
 	b := make([]byte, 8)
 	_, _ = rand.Read(b)
 	p := filepath.Join(staging, hex.EncodeToString(b))
-	return p, s.writeVerified(e, p)
+	return p, s.writeVerified(e, p, owners)
 }
 
 // writeVerified copies e's object to the new file dst (never an existing
-// one: O_EXCL), checking its sha256 on the way.
-func (s *Store) writeVerified(e Entry, dst string) error {
+// one: O_EXCL), checking its sha256 on the way; with owners, dst gets e's
+// owner (before its mode: a chown clears setuid and setgid bits).
+func (s *Store) writeVerified(e Entry, dst string, owners bool) error {
 	in, err := s.openObject(e.Digest)
 	if err != nil {
 		return fmt.Errorf("file %s: object %s is missing from the store: %w", e.Path, e.Digest, err)
@@ -288,6 +318,9 @@ func (s *Store) writeVerified(e Entry, dst string) error {
 	}
 	h := sha256.New()
 	err = copyBuffered(io.MultiWriter(out, h), in)
+	if err == nil && owners {
+		err = out.Chown(e.UID, e.GID)
+	}
 	if err == nil {
 		err = out.Chmod(fs.FileMode(e.Mode))
 	}

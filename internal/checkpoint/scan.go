@@ -17,7 +17,10 @@ import (
 // small change the scan is most of a capture, and it is all system calls.
 // Each directory's result stays in a tree node, and the tree is flattened in
 // path order at the end, so the manifest needs no sort of its own.
-func scan(workspace string, f Filter) ([]Entry, error) {
+//
+// With owners (a volume), each entry also records its owner and its
+// setuid, setgid and sticky bits.
+func scan(workspace string, f Filter, owners bool) ([]Entry, error) {
 	st, err := os.Stat(workspace)
 	if err != nil || !st.IsDir() {
 		return nil, fmt.Errorf("workspace %s is not a directory: %v", workspace, err)
@@ -33,7 +36,7 @@ func scan(workspace string, f Filter) ([]Entry, error) {
 	walk = func(dir, rel string, n *scanNode) {
 		defer wg.Done()
 		slots <- struct{}{}
-		err := n.read(dir, rel, f)
+		err := n.read(dir, rel, f, owners)
 		<-slots
 		mu.Lock()
 		if err != nil && firstErr == nil {
@@ -94,11 +97,13 @@ type dirStat struct {
 	mode    fs.FileMode
 	size    int64
 	mtimeNs int64
+	// Owner numbers: where the platform has none (dirstat_other.go), 0.
+	uid, gid int
 }
 
 // read lists one directory: its in-scope entries, and the subdirectories
 // the walk must descend into.
-func (n *scanNode) read(dir, rel string, f Filter) error {
+func (n *scanNode) read(dir, rel string, f Filter, owners bool) error {
 	list, err := readDirStat(dir)
 	if err != nil {
 		return err
@@ -121,6 +126,9 @@ func (n *scanNode) read(dir, rel string, f Filter) error {
 			continue
 		}
 		e := Entry{Path: r, Mode: uint32(d.mode.Perm())}
+		if owners {
+			e.Mode, e.UID, e.GID = uint32(d.mode&(fs.ModePerm|fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky)), d.uid, d.gid
+		}
 		switch {
 		case d.mode.IsDir():
 			if !f.MayContain(r) {

@@ -19,7 +19,7 @@ func TestScanReturnsPathOrder(t *testing.T) {
 	if err := os.Symlink("a.txt", filepath.Join(ws, "a-link")); err != nil {
 		t.Fatal(err)
 	}
-	entries, err := scan(ws, Filter{})
+	entries, err := scan(ws, Filter{}, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,9 +36,11 @@ type cachedFile struct {
 	size, mtimeNs int64
 }
 
-func encodeStatCache(m *Manifest) []byte {
-	body := make([]byte, 0, len(m.Entries)*120)
-	for _, e := range m.Entries {
+// encodeStatCache is the stat cache of entries, scanned at scannedAtNs, as
+// snapshot id captured them.
+func encodeStatCache(id string, scannedAtNs int64, entries []Entry) []byte {
+	body := make([]byte, 0, len(entries)*120)
+	for _, e := range entries {
 		// A path with a newline cannot be one line: such files are read every time.
 		if e.Type == TypeFile && !strings.ContainsAny(e.Path, "\n\r") {
 			body = append(body, e.Digest...)
@@ -52,24 +54,25 @@ func encodeStatCache(m *Manifest) []byte {
 		}
 	}
 	sum := sha256.Sum256(body)
-	head := fmt.Sprintf("%s %s %d %s\n", statCacheMagic, m.ID, m.ScannedAtNs, hex.EncodeToString(sum[:]))
+	head := fmt.Sprintf("%s %s %d %s\n", statCacheMagic, id, scannedAtNs, hex.EncodeToString(sum[:]))
 	return append([]byte(head), body...)
 }
 
-// previous returns the stat cache of the sandbox's newest snapshot.
-func (s *Store) previous(sandboxID string) statCache {
-	if sandboxID == "" || CheckID(sandboxID) != nil {
+// previous returns the stat cache of the sandbox's newest snapshot (key:
+// the sandbox id), or of one of its volumes (volumeCacheKey).
+func (s *Store) previous(key string) statCache {
+	if key == "" || checkCacheKey(key) != nil {
 		return statCache{}
 	}
-	c, err := s.readStatCache(sandboxID)
+	c, err := s.readStatCache(key)
 	if err != nil {
 		return statCache{}
 	}
 	return c
 }
 
-func (s *Store) readStatCache(sandboxID string) (statCache, error) {
-	data, err := os.ReadFile(s.latestPath(sandboxID))
+func (s *Store) readStatCache(key string) (statCache, error) {
+	data, err := os.ReadFile(s.latestPath(key))
 	if err != nil {
 		return statCache{}, err
 	}

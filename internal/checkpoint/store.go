@@ -34,6 +34,9 @@ var ErrNotFound = errors.New("snapshot not found")
 //	lock                flock: shared while writing, exclusive for GC
 type Store struct {
 	Dir string
+	// Owner, when set, is given every file and directory this process
+	// creates in the store (a volume helper running as root: volume.go).
+	Owner *Owner
 }
 
 // storeFormat is the layout this code writes and reads: 2 since objects
@@ -98,13 +101,31 @@ func (s *Store) latestPath(sandboxID string) string {
 func (s *Store) tempFile() (*os.File, error) {
 	b := make([]byte, 8)
 	_, _ = rand.Read(b)
-	return os.OpenFile(filepath.Join(s.Dir, "tmp", hex.EncodeToString(b)), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	f, err := os.OpenFile(filepath.Join(s.Dir, "tmp", hex.EncodeToString(b)), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if err == nil && s.Owner != nil {
+		// Given away before it has a real name: the store's owner never
+		// finds an object it cannot read.
+		if err = f.Chown(s.Owner.UID, s.Owner.GID); err != nil {
+			_ = f.Close()           // the chown error is the one reported
+			_ = os.Remove(f.Name()) // best effort: debris for GC
+		}
+	}
+	return f, err
 }
 
-// commit renames a finished temp file to its final name.
-func commit(tmp, final string) error {
-	if err := os.MkdirAll(filepath.Dir(final), 0o700); err != nil {
-		return err
+// commit renames a finished temp file to its final name (an object's
+// directory made for it belongs to the store's owner too).
+func (s *Store) commit(tmp, final string) error {
+	dir := filepath.Dir(final)
+	if _, err := os.Stat(dir); err != nil {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return err
+		}
+		if s.Owner != nil {
+			if err := os.Chown(dir, s.Owner.UID, s.Owner.GID); err != nil {
+				return err
+			}
+		}
 	}
 	return os.Rename(tmp, final)
 }
@@ -159,25 +180,33 @@ func (s *Store) save(m *Manifest, env map[string]string) error {
 	// The stat cache for the sandbox's next capture (statcache.go) is
 	// written alongside the manifest and named once the manifest is in
 	// place. Only an optimisation: without it a capture reads every file.
-	cache := make(chan string, 1)
+	// Each volume has a cache of its own (latest/<sandbox>@<volume>).
+	type cacheFile struct{ key, tmp string }
+	cache := make(chan []cacheFile, 1)
 	if m.SandboxID != "" && m.Source == "" {
 		go func() {
-			tmp, err := s.writeTemp(encodeStatCache(m), false)
-			if err != nil {
-				tmp = ""
+			var files []cacheFile
+			write := func(key string, scannedAtNs int64, entries []Entry) {
+				if tmp, err := s.writeTemp(encodeStatCache(m.ID, scannedAtNs, entries), false); err == nil {
+					files = append(files, cacheFile{key, tmp})
+				}
 			}
-			cache <- tmp
+			write(m.SandboxID, m.ScannedAtNs, m.Entries)
+			for _, v := range m.Volumes {
+				write(volumeCacheKey(m.SandboxID, v.Name), v.ScannedAtNs, v.Entries)
+			}
+			cache <- files
 		}()
 	} else {
-		cache <- ""
+		cache <- nil
 	}
 	data, err := encodeManifest(m)
 	if err == nil {
 		err = s.writeAtomic(s.manifestPath(m.ID), data)
 	}
-	if tmp := <-cache; tmp != "" {
-		if err != nil || commit(tmp, s.latestPath(m.SandboxID)) != nil {
-			_ = os.Remove(tmp) // best effort: an optional cache; a leftover is debris for GC
+	for _, f := range <-cache {
+		if err != nil || s.commit(f.tmp, s.latestPath(f.key)) != nil {
+			_ = os.Remove(f.tmp) // best effort: an optional cache; a leftover is debris for GC
 		}
 	}
 	return err
@@ -194,7 +223,7 @@ func (s *Store) writeFile(final string, data []byte, sync bool) error {
 	if err != nil {
 		return err
 	}
-	if err := commit(tmp, final); err != nil {
+	if err := s.commit(tmp, final); err != nil {
 		_ = os.Remove(tmp) // best effort: a leftover temp file is debris for GC
 		return err
 	}
@@ -281,7 +310,7 @@ func (s *Store) gcLocked() (int64, error) {
 			// A manifest we cannot read may still reference objects: keep all.
 			return 0, fmt.Errorf("garbage collection stopped: %s is unreadable: %w", n, err)
 		}
-		for _, e := range m.Entries {
+		for e := range m.Files() {
 			if e.Type == TypeFile {
 				live[e.Digest] = true
 			}

@@ -41,7 +41,7 @@ func (s *Store) Import(m *Manifest, env map[string]string, newID, name string, n
 		return nil, err
 	}
 	defer unlock()
-	for _, e := range m.Entries {
+	for e := range m.Files() {
 		if e.Type == TypeFile && !s.hasObject(e.Digest) {
 			return nil, fmt.Errorf("file %s: object %s is not in the store", e.Path, e.Digest)
 		}
@@ -145,7 +145,7 @@ func (s *Store) ImportObjects(r io.Reader) (int64, error) {
 			if compressed {
 				final = s.compressedPath(digest)
 			}
-			err = commit(tmp.Name(), final)
+			err = s.commit(tmp.Name(), final)
 			added += n
 		}
 		_ = os.Remove(tmp.Name()) // gone once committed; otherwise best-effort cleanup
