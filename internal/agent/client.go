@@ -316,10 +316,10 @@ func runAgent(ctx context.Context, h *hosts.Host, path, op string, body []byte, 
 	return h.Run(ctx, hosts.Command(path, Command, op), stdin, stdout)
 }
 
-// Snapshot captures workspace on h.
-func (c *Client) Snapshot(ctx context.Context, h *hosts.Host, workspace string, opts checkpoint.CaptureOptions) (checkpoint.Summary, error) {
+// Snapshot captures workspace on h, and with vols those compose volumes.
+func (c *Client) Snapshot(ctx context.Context, h *hosts.Host, workspace string, vols *Volumes, opts checkpoint.CaptureOptions) (checkpoint.Summary, error) {
 	var s checkpoint.Summary
-	err := c.call(ctx, h, "snapshot", Request{Workspace: workspace, Capture: opts}, &s)
+	err := c.call(ctx, h, "snapshot", Request{Workspace: workspace, Volumes: vols, Capture: opts}, &s)
 	return s, err
 }
 
@@ -455,26 +455,28 @@ func readSnapshotFiles(ctx context.Context, h *hosts.Host, names []string) (map[
 	return files, nil
 }
 
-// Restore restores snapshot id of h into workspace on the same host.
-func (c *Client) Restore(ctx context.Context, h *hosts.Host, id, workspace string, opts checkpoint.RestoreOptions) (checkpoint.RestoreResult, error) {
+// Restore restores snapshot id of h into workspace on the same host, and
+// its volumes (if any) into those of vols.Project (none without vols).
+func (c *Client) Restore(ctx context.Context, h *hosts.Host, id, workspace string, vols *Volumes, opts checkpoint.RestoreOptions) (checkpoint.RestoreResult, error) {
 	var r checkpoint.RestoreResult
-	err := c.call(ctx, h, "restore", Request{ID: id, Workspace: workspace, Restore: opts}, &r)
+	err := c.call(ctx, h, "restore", Request{ID: id, Workspace: workspace, Volumes: vols, Restore: opts}, &r)
 	return r, err
 }
 
-// RestoreFrom restores snapshot id of host src into workspace on host dst,
-// transferring the objects dst lacks first (through this process: the only
-// time file data leaves a host). Nothing is recorded as a snapshot on dst.
-func (c *Client) RestoreFrom(ctx context.Context, src *hosts.Host, id string, dst *hosts.Host, workspace string, opts checkpoint.RestoreOptions) (checkpoint.RestoreResult, error) {
+// RestoreFrom restores snapshot id of host src into workspace (and vols)
+// on host dst, transferring the objects dst lacks first (through this
+// process: the only time file data leaves a host). Nothing is recorded as
+// a snapshot on dst.
+func (c *Client) RestoreFrom(ctx context.Context, src *hosts.Host, id string, dst *hosts.Host, workspace string, vols *Volumes, opts checkpoint.RestoreOptions) (checkpoint.RestoreResult, error) {
 	if src.Host() == dst.Host() {
-		return c.Restore(ctx, src, id, workspace, opts)
+		return c.Restore(ctx, src, id, workspace, vols, opts)
 	}
 	full, err := c.transfer(ctx, src, id, dst)
 	if err != nil {
 		return checkpoint.RestoreResult{}, err
 	}
 	var r checkpoint.RestoreResult
-	err = c.call(ctx, dst, "restore", Request{Manifest: full.Manifest, Env: full.Env, Workspace: workspace, Restore: opts}, &r)
+	err = c.call(ctx, dst, "restore", Request{Manifest: full.Manifest, Env: full.Env, Workspace: workspace, Volumes: vols, Restore: opts}, &r)
 	return r, err
 }
 

@@ -105,7 +105,7 @@ func TestInstallRemovesOlderAgents(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	c := NewClient()
-	if _, err := c.Snapshot(ctx, h, ws, checkpoint.CaptureOptions{ID: "s1", Now: time.Now()}); err != nil {
+	if _, err := c.Snapshot(ctx, h, ws, nil, checkpoint.CaptureOptions{ID: "s1", Now: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
 	c.mu.Lock()
@@ -160,7 +160,7 @@ func TestStandaloneAgentOverSSH(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	c := NewClient()
-	s, err := c.Snapshot(ctx, h, ws, checkpoint.CaptureOptions{ID: "standalone-1", Name: "s", Now: time.Now()})
+	s, err := c.Snapshot(ctx, h, ws, nil, checkpoint.CaptureOptions{ID: "standalone-1", Name: "s", Now: time.Now()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -107,7 +107,7 @@ func captureTwo(t *testing.T, h *hosts.Host) (s1, s2 checkpoint.Summary, diff ch
 	c := NewClient()
 	now := time.Now().UTC().Truncate(time.Second)
 	var err error
-	if s1, err = c.Snapshot(ctx, h, ws, checkpoint.CaptureOptions{ID: "s1", Name: "first", IncludeEnv: true, Now: now}); err != nil {
+	if s1, err = c.Snapshot(ctx, h, ws, nil, checkpoint.CaptureOptions{ID: "s1", Name: "first", IncludeEnv: true, Now: now}); err != nil {
 		t.Fatal(err)
 	}
 	write("a.txt", "alpha, changed")
@@ -116,7 +116,7 @@ func captureTwo(t *testing.T, h *hosts.Host) (s1, s2 checkpoint.Summary, diff ch
 	}
 	write("c.txt", "gamma")
 	write(".env", "TOKEN=two\nKEEP=same\nNEW=x\n")
-	if s2, err = c.Snapshot(ctx, h, ws, checkpoint.CaptureOptions{ID: "s2", Name: "second", IncludeEnv: true, Now: now.Add(time.Second)}); err != nil {
+	if s2, err = c.Snapshot(ctx, h, ws, nil, checkpoint.CaptureOptions{ID: "s2", Name: "second", IncludeEnv: true, Now: now.Add(time.Second)}); err != nil {
 		t.Fatal(err)
 	}
 	// The reference diff is the store's own, read where the agent wrote it

@@ -9,6 +9,7 @@ package agent
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -37,6 +38,27 @@ type Request struct {
 	Env       map[string]string         `json:"env,omitempty"`
 	Digests   []string                  `json:"digests,omitempty"`
 	Now       time.Time                 `json:"now,omitempty"`
+
+	// Volumes: a snapshot's compose volumes to capture, or the project a
+	// restore writes the snapshot's volumes into (volumes.go).
+	Volumes *Volumes `json:"volumes,omitempty"`
+	// A volume helper's request: what to capture, or the volume to restore.
+	VolumeCapture checkpoint.VolumeCaptureOptions `json:"volume_capture,omitzero"`
+	Volume        *checkpoint.Volume              `json:"volume,omitempty"`
+}
+
+// contextUntil is a context that ends when done is closed (the client
+// went away): commands it runs (docker, for volume helpers) are stopped.
+func contextUntil(done <-chan struct{}) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		select {
+		case <-done:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
 }
 
 // Full is a manifest with its env, for a transfer to another host.
@@ -93,7 +115,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 				clientGone()
 			}
 		}()
-		req.Capture.Done, req.Restore.Done = done, done
+		req.Capture.Done, req.Restore.Done, req.VolumeCapture.Done = done, done, done
 	}
 	out, err := run(args[0], req, stdin, stdout)
 	if err == nil && out != nil {
@@ -113,12 +135,41 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 // reads are answered without the agent (Client.Get, List, Diff), so that a
 // plan installs nothing and opens no store on a host.
 func run(op string, req Request, stdin io.Reader, stdout io.Writer) (any, error) {
+	switch op { // a volume helper's: the store is mounted, not opened
+	case "volume-capture":
+		owner, err := checkpoint.StoreOwner(req.Store)
+		if err != nil {
+			return nil, err
+		}
+		s := &checkpoint.Store{Dir: req.Store, Owner: owner}
+		return s.CaptureVolume(req.Workspace, req.VolumeCapture)
+	case "volume-restore":
+		if req.Volume == nil {
+			return nil, errors.New("volume-restore: no volume in the request")
+		}
+		s := &checkpoint.Store{Dir: req.Store} // read-only here
+		return s.RestoreVolume(*req.Volume, req.Workspace, req.Restore)
+	}
 	s, err := checkpoint.Open(req.Store)
 	if err != nil {
 		return nil, err
 	}
 	switch op {
 	case "snapshot":
+		if req.Volumes != nil {
+			ctx, cancel := contextUntil(req.Capture.Done)
+			defer cancel()
+			// Held until the manifest is written: garbage collection must
+			// not take the volumes' objects before it references them.
+			unlock, err := s.LockShared()
+			if err != nil {
+				return nil, err
+			}
+			defer unlock()
+			if req.Capture.Volumes, req.Capture.VolumesStoredBytes, err = captureVolumes(ctx, req.Store, req.Volumes, req.Capture); err != nil {
+				return nil, err
+			}
+		}
 		m, err := s.Capture(req.Workspace, req.Capture)
 		if err != nil {
 			return nil, err
@@ -144,10 +195,35 @@ func run(op string, req Request, stdin io.Reader, stdout io.Writer) (any, error)
 		}
 		return m.Summary(), nil
 	case "restore":
-		if req.Manifest != nil {
-			return s.RestoreManifest(req.Manifest, req.Env, req.Workspace, req.Restore)
+		m, env := req.Manifest, req.Env
+		if m == nil {
+			if m, err = s.Load(req.ID); err != nil {
+				return nil, err
+			}
+			if env, err = s.LoadEnv(m); err != nil {
+				return nil, err
+			}
 		}
-		return s.Restore(req.ID, req.Workspace, req.Restore)
+		var vres checkpoint.RestoreResult
+		if len(m.Volumes) > 0 && req.Volumes != nil {
+			ctx, cancel := contextUntil(req.Restore.Done)
+			defer cancel()
+			if err := m.Check(); err != nil {
+				return nil, err
+			}
+			if checkpoint.InPlace(req.Workspace) {
+				if err := s.Verify(m, req.Restore.Workers); err != nil {
+					return nil, err
+				}
+			}
+			if vres, err = restoreVolumes(ctx, s, m, req.Volumes.Project, req.Restore); err != nil {
+				return nil, err
+			}
+		}
+		res, err := s.RestoreManifest(m, env, req.Workspace, req.Restore)
+		res.FilesRestored += vres.FilesRestored
+		res.Pruned += vres.Pruned
+		return res, err
 	case "missing":
 		missing := s.Missing(req.Digests)
 		if missing == nil {

@@ -106,9 +106,9 @@ type Request struct {
 	Env        map[string]string // secret: written to the workspace, never to the record
 	Labels     map[string]string
 	SourceHash string
-	// Fill, when set, populates the new workspace before the sandbox starts
-	// (a restore from a snapshot).
-	Fill func(ctx context.Context, workspace string) error
+	// Fill, when set, populates the new sandbox's workspace (and its
+	// compose volumes) before the sandbox starts: a restore from a snapshot.
+	Fill func(ctx context.Context, sb *Sandbox) error
 	// Extension, when set, overrides the profile's (routing chose another).
 	Extension string
 	// TTL, when set, gives the sandbox an expiry; TTLText is how the

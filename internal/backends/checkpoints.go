@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/agent"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/catalog"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/checkpoint"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/hosts"
@@ -20,6 +21,7 @@ import (
 const (
 	QuiesceNone  = "none"
 	QuiescePause = "pause"
+	QuiesceStop  = "stop" // services stopped for the capture, started after
 )
 
 // SnapshotRequest asks for a snapshot of a sandbox's workspace.
@@ -31,8 +33,13 @@ type SnapshotRequest struct {
 	Metadata    map[string]string
 	Filter      checkpoint.Filter
 	IncludeEnv  bool
-	// Quiesce is none or pause; empty means the profile's default.
+	// Quiesce is none, pause or stop; empty means the profile's default.
 	Quiesce string
+	// IncludeVolumes: the sandbox's named compose volumes are captured too
+	// (nil: the profile's snapshots.volumes). Volumes limits them to these
+	// compose volume names.
+	IncludeVolumes *bool
+	Volumes        []string
 	// Profile is the sandbox's profile: its snapshot limits apply, and its
 	// default quiesce when Quiesce is empty. Nil: no profile limits.
 	Profile *catalog.Profile
@@ -48,6 +55,21 @@ func DefaultQuiesce(p *catalog.Profile) string {
 		return p.Snapshots.Quiesce
 	}
 	return QuiesceNone
+}
+
+// DefaultIncludeVolumes says whether a snapshot of a sandbox of profile p
+// takes its volumes when its configuration does not say.
+func DefaultIncludeVolumes(p *catalog.Profile) bool {
+	return p != nil && p.Snapshots.Volumes
+}
+
+// volumesOf is what a restore into sb writes the snapshot's volumes into:
+// its compose project's volumes; nil for a sandbox without one.
+func volumesOf(sb *Sandbox) *agent.Volumes {
+	if sb.ComposeProject == "" {
+		return nil
+	}
+	return &agent.Volumes{Project: sb.ComposeProject}
 }
 
 // snapshotLimits are profile p's bounds on what one snapshot may hold,
@@ -138,7 +160,19 @@ func (r *Registry) Snapshot(ctx context.Context, h *hosts.Host, req SnapshotRequ
 	if req.Quiesce == "" {
 		req.Quiesce = DefaultQuiesce(req.Profile)
 	}
-	if req.Quiesce == QuiescePause {
+	include := DefaultIncludeVolumes(req.Profile)
+	if req.IncludeVolumes != nil {
+		include = *req.IncludeVolumes
+	}
+	var vols *agent.Volumes
+	if include {
+		if sb.ComposeProject == "" {
+			return summary, fmt.Errorf("sandbox %s has no compose project, so no volumes: set include_volumes = false", sb.ID)
+		}
+		vols = &agent.Volumes{Project: sb.ComposeProject, Names: req.Volumes}
+	}
+	switch req.Quiesce {
+	case QuiescePause:
 		if err := snap.Pause(ctx, h, sb); err != nil {
 			uctx, cancel := detached(ctx)
 			defer cancel()
@@ -158,8 +192,24 @@ func (r *Registry) Snapshot(ctx context.Context, h *hosts.Host, req SnapshotRequ
 				err = errors.Join(err, werr)
 			}
 		}()
+	case QuiesceStop:
+		// Started again, also on failure, and waited ready.
+		defer func() {
+			sctx, cancel := detached(ctx)
+			defer cancel()
+			if serr := snap.Start(sctx, h, sb); serr != nil {
+				err = errors.Join(err, serr)
+				return
+			}
+			if werr := ext.WaitReady(sctx, h, sb); werr != nil {
+				err = errors.Join(err, werr)
+			}
+		}()
+		if err := snap.Stop(ctx, h, sb); err != nil {
+			return summary, err
+		}
 	}
-	summary, err = r.agent.Snapshot(ctx, h, sb.WorkspaceDir, checkpoint.CaptureOptions{
+	summary, err = r.agent.Snapshot(ctx, h, sb.WorkspaceDir, vols, checkpoint.CaptureOptions{
 		ID: req.ID, Name: req.Name, Description: req.Description, SandboxID: sb.ID, Profile: sb.Profile,
 		Metadata: req.Metadata, Filter: req.Filter, IncludeEnv: req.IncludeEnv, Limits: snapshotLimits(req.Profile), Now: r.now().UTC(),
 	})
@@ -194,7 +244,7 @@ func (r *Registry) RestoreInPlace(ctx context.Context, snapHost *hosts.Host, sna
 	if err := snap.Stop(ctx, h, sb); err != nil {
 		return res, err
 	}
-	res, err = r.agent.RestoreFrom(ctx, snapHost, snapshotID, h, sb.WorkspaceDir, opts)
+	res, err = r.agent.RestoreFrom(ctx, snapHost, snapshotID, h, sb.WorkspaceDir, volumesOf(sb), opts)
 	// The services start again even when the restore failed or its context
 	// ended: the sandbox is never left stopped by a restore.
 	sctx, cancel := detached(ctx)
@@ -212,9 +262,9 @@ func (r *Registry) RestoreInPlace(ctx context.Context, snapHost *hosts.Host, sna
 // the snapshot before it starts. The source sandbox is not touched.
 func (r *Registry) RestoreNew(ctx context.Context, snapHost *hosts.Host, snapshotID string, req Request) (*Sandbox, checkpoint.RestoreResult, error) {
 	var res checkpoint.RestoreResult
-	req.Fill = func(ctx context.Context, ws string) error {
+	req.Fill = func(ctx context.Context, sb *Sandbox) error {
 		var err error
-		res, err = r.agent.RestoreFrom(ctx, snapHost, snapshotID, req.Host, ws,
+		res, err = r.agent.RestoreFrom(ctx, snapHost, snapshotID, req.Host, sb.WorkspaceDir, volumesOf(sb),
 			checkpoint.RestoreOptions{Files: true, Env: true, Overwrite: true})
 		return err
 	}

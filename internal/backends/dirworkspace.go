@@ -67,7 +67,7 @@ func (d DirWorkspace) Provision(ctx context.Context, req Request) (*Sandbox, err
 			return nil, err
 		}
 	}
-	if err := MakeWorkspace(ctx, req, ws); errors.Is(err, ErrWorkspaceExists) {
+	if err := MakeWorkspace(ctx, req, sb); errors.Is(err, ErrWorkspaceExists) {
 		return nil, err // not this sandbox's: nothing of it is removed
 	} else if err != nil {
 		return nil, CleanUpAfter(ctx, err, req.Host, sb.ID, func(ctx context.Context) error {

@@ -222,7 +222,7 @@ func TestRecordsUnderARelativeRoot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := MakeWorkspace(ctx, Request{ID: id, Host: h}, ws); err != nil {
+	if err := MakeWorkspace(ctx, Request{ID: id, Host: h}, &Sandbox{ID: id, WorkspaceDir: ws}); err != nil {
 		t.Fatal(err)
 	}
 	if err := writeRecord(ctx, h, &Sandbox{ID: id, Extension: "ext.compose-ssh", WorkspaceDir: ws}); err != nil {

@@ -66,12 +66,12 @@ type resolvedKey struct {
 // are fresh, so it is someone else's, and a create removes nothing of it.
 var ErrWorkspaceExists = errors.New("the workspace directory exists already")
 
-// MakeWorkspace creates the workspace ws (a WorkspaceDir) and fills it
+// MakeWorkspace creates sb's workspace (a WorkspaceDir) and fills it
 // before anything starts in it: the local repo directory (if any) is copied
 // in by the same command, env (if any) is written as ws/.env readable by
 // the owner only, then req.Fill (a restore) runs.
-func MakeWorkspace(ctx context.Context, req Request, ws string) error {
-	repo := req.Inputs["repo"]
+func MakeWorkspace(ctx context.Context, req Request, sb *Sandbox) error {
+	ws, repo := sb.WorkspaceDir, req.Inputs["repo"]
 	guard := ""
 	if req.Started != nil {
 		// Made only while the record written by Started exists: a command
@@ -93,7 +93,7 @@ func MakeWorkspace(ctx context.Context, req Request, ws string) error {
 		}
 	}
 	if req.Fill != nil {
-		return req.Fill(ctx, ws)
+		return req.Fill(ctx, sb)
 	}
 	return nil
 }

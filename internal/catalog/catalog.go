@@ -56,7 +56,10 @@ type Profile struct {
 type SnapshotSettings struct {
 	MaxBytes int64  `yaml:"max_bytes"` // 0: the default, 10 GiB
 	MaxFiles int    `yaml:"max_files"` // 0: the default, 100,000
-	Quiesce  string `yaml:"quiesce"`   // default quiesce: "none" or "pause"
+	Quiesce  string `yaml:"quiesce"`   // default quiesce: "none", "pause" or "stop"
+	// Volumes: snapshots of the profile's compose sandboxes take their
+	// named volumes too unless a snapshot says otherwise (include_volumes).
+	Volumes bool `yaml:"volumes"`
 }
 
 // TTLDuration is the profile's default lifetime (0 when it sets none).
@@ -218,8 +221,8 @@ func Parse(data []byte, file string) (*Profile, error) {
 	if !(p.HourlyPriceUSD >= 0) || math.IsInf(p.HourlyPriceUSD, 1) {
 		return nil, fmt.Errorf("profile file %s: field hourly_price_usd: must be a finite number, not negative", file)
 	}
-	if q := p.Snapshots.Quiesce; q != "" && q != "none" && q != "pause" {
-		return nil, fmt.Errorf("profile file %s: field snapshots.quiesce: %q must be none or pause", file, q)
+	if q := p.Snapshots.Quiesce; q != "" && q != "none" && q != "pause" && q != "stop" {
+		return nil, fmt.Errorf("profile file %s: field snapshots.quiesce: %q must be none, pause or stop", file, q)
 	}
 	seen := map[string]bool{}
 	for i, in := range p.Inputs {

@@ -42,7 +42,7 @@ func FuzzParseProfile(f *testing.F) {
 			t.Fatalf("accepted ttl %q", p.TTL)
 		case !(p.HourlyPriceUSD >= 0) || math.IsInf(p.HourlyPriceUSD, 0):
 			t.Fatalf("accepted hourly_price_usd %v", p.HourlyPriceUSD)
-		case p.Snapshots.Quiesce != "" && p.Snapshots.Quiesce != "none" && p.Snapshots.Quiesce != "pause":
+		case p.Snapshots.Quiesce != "" && p.Snapshots.Quiesce != "none" && p.Snapshots.Quiesce != "pause" && p.Snapshots.Quiesce != "stop":
 			t.Fatalf("accepted quiesce %q", p.Snapshots.Quiesce)
 		}
 		if p.Source != "profile.fuzz.yaml" {

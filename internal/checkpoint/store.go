@@ -354,6 +354,11 @@ func (s *Store) gcLocked() (int64, error) {
 	return freed, nil
 }
 
+// LockShared takes the store lock shared, as a capture does: for a caller
+// that stores objects (volume helpers) before the capture that references
+// them begins, holding it until the capture's manifest is written.
+func (s *Store) LockShared() (func(), error) { return s.lock(false) }
+
 // lock takes the store lock: shared while objects and a manifest are being
 // written, exclusive for garbage collection.
 func (s *Store) lock(exclusive bool) (func(), error) {

@@ -1,6 +1,8 @@
 package checkpoint
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"io/fs"
 	"os"
@@ -128,3 +130,42 @@ func (s *Store) RestoreVolume(v Volume, target string, opts RestoreOptions) (Res
 	}
 	return res, nil
 }
+
+// Verify reads every object m uses, the workspace's and the volumes', and
+// checks its digest, naming the first file that fails. An in-place restore
+// of a snapshot with volumes runs it before it changes anything: the
+// volumes and the workspace are separate writes, and a bad object found
+// after the first of them would leave the target half restored.
+func (s *Store) Verify(m *Manifest, workers int) error {
+	check := func(where string, entries []Entry) error {
+		return forEachFile(entries, workers, nil, func(i int) error {
+			e := entries[i]
+			in, err := s.openObject(e.Digest)
+			if err != nil {
+				return fmt.Errorf("file %s%s: object %s is missing from the store: %w", where, e.Path, e.Digest, err)
+			}
+			defer func() { _ = in.Close() }() // only read
+			h := sha256.New()
+			if err := copyBuffered(h, in); err != nil {
+				return fmt.Errorf("file %s%s: %w", where, e.Path, err)
+			}
+			if got := hex.EncodeToString(h.Sum(nil)); got != e.Digest {
+				return fmt.Errorf("file %s%s: stored object is corrupt (sha256 %s, expected %s); nothing was restored", where, e.Path, got, e.Digest)
+			}
+			return nil
+		})
+	}
+	if err := check("", m.Entries); err != nil {
+		return err
+	}
+	for _, v := range m.Volumes {
+		if err := check("volume:"+v.Name+"/", v.Entries); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// InPlace reports whether a restore into target writes over something (a
+// non-empty directory) rather than into a new, empty one.
+func InPlace(target string) bool { return !isEmptyDir(target) }

@@ -16,7 +16,10 @@ func owned(t *testing.T, p string) (uid, gid int, mode fs.FileMode) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sys := st.Sys().(*syscall.Stat_t)
+	sys, ok := st.Sys().(*syscall.Stat_t)
+	if !ok {
+		t.Fatalf("%s: no owner", p)
+	}
 	return int(sys.Uid), int(sys.Gid), st.Mode()
 }
 
@@ -159,7 +162,7 @@ func TestVolumeCaptureGivesObjectsToTheStoreOwner(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		return os.Lchown(p, 4321, 4321)
+		return os.Lchown(p, 4321, 4321) //nolint:gosec // G122: the test's own temporary store
 	}))
 	owner, err := StoreOwner(s.Dir)
 	must(t, err)

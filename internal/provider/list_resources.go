@@ -247,7 +247,8 @@ func (l *SnapshotListResource) result(ctx context.Context, req list.ListRequest,
 		return r
 	}
 	m := snapshotModel{Host: host, ID: id, Name: types.StringNull(), SandboxID: types.StringNull(),
-		Quiesce: types.StringValue(backends.QuiesceNone), RetainOnDestroy: types.BoolValue(false)}
+		Quiesce: types.StringValue(backends.QuiesceNone), RetainOnDestroy: types.BoolValue(false),
+		Volumes: types.ListNull(types.StringType)}
 	m.Timeouts = nullTimeouts(ctx, req, &r.Diagnostics)
 	m.fromSummary(ctx, s, &r.Diagnostics)
 	r.Diagnostics.Append(r.Resource.Set(ctx, &m)...)

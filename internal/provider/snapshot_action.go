@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/action"
 	"github.com/hashicorp/terraform-plugin-framework/action/schema"
@@ -12,6 +13,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/backends"
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/checkpoint"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/events"
 )
 
@@ -31,15 +33,17 @@ type SnapshotAction struct {
 }
 
 type snapshotActionModel struct {
-	SandboxID    types.String `tfsdk:"sandbox_id"`
-	Host         types.String `tfsdk:"host"`
-	Name         types.String `tfsdk:"name"`
-	Description  types.String `tfsdk:"description"`
-	IncludePaths types.List   `tfsdk:"include_paths"`
-	ExcludePaths types.List   `tfsdk:"exclude_paths"`
-	IncludeEnv   types.Bool   `tfsdk:"include_env"`
-	Metadata     types.Map    `tfsdk:"metadata"`
-	Quiesce      types.String `tfsdk:"quiesce"`
+	SandboxID      types.String `tfsdk:"sandbox_id"`
+	Host           types.String `tfsdk:"host"`
+	Name           types.String `tfsdk:"name"`
+	Description    types.String `tfsdk:"description"`
+	IncludePaths   types.List   `tfsdk:"include_paths"`
+	ExcludePaths   types.List   `tfsdk:"exclude_paths"`
+	IncludeEnv     types.Bool   `tfsdk:"include_env"`
+	Metadata       types.Map    `tfsdk:"metadata"`
+	Quiesce        types.String `tfsdk:"quiesce"`
+	IncludeVolumes types.Bool   `tfsdk:"include_volumes"`
+	Volumes        types.List   `tfsdk:"volumes"`
 }
 
 func (a *SnapshotAction) Metadata(_ context.Context, req action.MetadataRequest, resp *action.MetadataResponse) {
@@ -68,8 +72,14 @@ func (a *SnapshotAction) Schema(_ context.Context, _ action.SchemaRequest, resp 
 			"metadata": schema.MapAttribute{Optional: true, ElementType: types.StringType,
 				MarkdownDescription: "Free-form key/value metadata, at most 10 KB."},
 			"quiesce": schema.StringAttribute{Optional: true,
-				Validators:          []validator.String{stringvalidator.OneOf(backends.QuiesceNone, backends.QuiescePause)},
-				MarkdownDescription: "`none` or `pause`, as for the resource. Default: the sandbox profile's `snapshots.quiesce`, else `none`."},
+				Validators:          []validator.String{stringvalidator.OneOf(backends.QuiesceNone, backends.QuiescePause, backends.QuiesceStop)},
+				MarkdownDescription: "`none`, `pause` or `stop`, as for the resource. Default: the sandbox profile's `snapshots.quiesce`, else `none`."},
+			"include_volumes": schema.BoolAttribute{Optional: true,
+				MarkdownDescription: "Also capture the sandbox's named compose volumes, as for the resource. Default: the profile's `snapshots.volumes`."},
+			"volumes": schema.ListAttribute{Optional: true, ElementType: types.StringType,
+				Validators: []validator.List{listvalidator.ValueStringsAre(stringvalidator.RegexMatches(checkpoint.VolumeNamePattern,
+					"must be a compose volume name"))},
+				MarkdownDescription: "Capture only these compose volumes. Default: all of them."},
 		},
 	}
 }
@@ -101,7 +111,7 @@ func (a *SnapshotAction) Invoke(ctx context.Context, req action.InvokeRequest, r
 	plan := snapshotModel{
 		SandboxID: m.SandboxID, Host: m.Host, Name: m.Name, Description: m.Description,
 		IncludePaths: m.IncludePaths, ExcludePaths: m.ExcludePaths, IncludeEnv: m.IncludeEnv,
-		Metadata: m.Metadata, Quiesce: m.Quiesce,
+		Metadata: m.Metadata, Quiesce: m.Quiesce, IncludeVolumes: m.IncludeVolumes, Volumes: m.Volumes,
 	}
 	id := "snap-" + backends.NewID()
 	ctx = tflog.SetField(ctx, "snapshot_id", id)

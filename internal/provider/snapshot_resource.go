@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
+	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/resourcevalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
@@ -64,6 +65,9 @@ type snapshotModel struct {
 	Metadata         types.Map      `tfsdk:"metadata"`
 	RetainOnDestroy  types.Bool     `tfsdk:"retain_on_destroy"`
 	Quiesce          types.String   `tfsdk:"quiesce"`
+	IncludeVolumes   types.Bool     `tfsdk:"include_volumes"`
+	Volumes          types.List     `tfsdk:"volumes"`
+	VolumeNames      types.List     `tfsdk:"volume_names"`
 	CreatedAt        types.String   `tfsdk:"created_at"`
 	SizeBytes        types.Int64    `tfsdk:"size_bytes"`
 	StoredBytes      types.Int64    `tfsdk:"stored_bytes"`
@@ -116,10 +120,22 @@ func (r *SnapshotResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 				MarkdownDescription: "Keep the snapshot on the host when the resource is destroyed. Changes in place."},
 			"quiesce": schema.StringAttribute{Optional: true, Computed: true,
 				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown(), stringplanmodifier.RequiresReplace()},
-				Validators:    []validator.String{stringvalidator.OneOf(backends.QuiesceNone, backends.QuiescePause)},
-				MarkdownDescription: "`none`, or `pause`: the sandbox's compose services are paused while files are captured, " +
-					"and always unpaused after (also on failure). Default: the sandbox profile's `snapshots.quiesce` " +
-					"(`pause` for `profile.compose-checkpoint`), else `none`."},
+				Validators:    []validator.String{stringvalidator.OneOf(backends.QuiesceNone, backends.QuiescePause, backends.QuiesceStop)},
+				MarkdownDescription: "`none`; `pause`: every compose service of the sandbox is paused from the first byte read " +
+					"to the last, so the workspace and all volumes are from one moment, and always unpaused after (also on failure); " +
+					"`stop`: the services are stopped for the capture and started (and waited ready) after, for applications that " +
+					"need a clean shutdown. Default: the sandbox profile's `snapshots.quiesce` (`pause` for " +
+					"`profile.compose-checkpoint`), else `none`."},
+			"include_volumes": schema.BoolAttribute{Optional: true,
+				PlanModifiers:       []planmodifier.Bool{boolplanmodifier.RequiresReplace()},
+				MarkdownDescription: "Also capture the sandbox's named compose volumes (those its compose project created; never bind mounts or external volumes) into the same store, with owners and modes. Default: the profile's `snapshots.volumes` (true for `profile.compose-checkpoint`). Restores write them back: into a new sandbox's new volumes before it starts, or in place while its services are stopped."},
+			"volumes": schema.ListAttribute{Optional: true, ElementType: types.StringType, PlanModifiers: replaceList,
+				Validators: []validator.List{listvalidator.ValueStringsAre(stringvalidator.RegexMatches(checkpoint.VolumeNamePattern,
+					"must be a compose volume name"))},
+				MarkdownDescription: "Capture only these compose volumes (their names in the compose file, e.g. `db-data`). Default: all of them."},
+			"volume_names": schema.ListAttribute{Computed: true, ElementType: types.StringType,
+				PlanModifiers:       []planmodifier.List{listplanmodifier.UseStateForUnknown()},
+				MarkdownDescription: "Compose volumes the snapshot holds. `file_count`, `size_bytes`, `stored_bytes` and `digest` cover them too."},
 			"created_at":   schema.StringAttribute{Computed: true, PlanModifiers: keep, MarkdownDescription: "When the snapshot was taken (RFC 3339)."},
 			"size_bytes":   schema.Int64Attribute{Computed: true, PlanModifiers: keepInt, MarkdownDescription: "Logical size: the sum of the captured files."},
 			"stored_bytes": schema.Int64Attribute{Computed: true, PlanModifiers: keepInt, MarkdownDescription: "Bytes this snapshot newly added to the host's store, as stored on disk: unchanged content is shared, and files that compress are stored zstd-compressed."},
@@ -289,10 +305,12 @@ func (r *SnapshotResource) capture(ctx context.Context, plan *snapshotModel, id 
 			Include: stringList(ctx, plan.IncludePaths, &diags),
 			Exclude: stringList(ctx, plan.ExcludePaths, &diags),
 		},
-		IncludeEnv: plan.IncludeEnv.ValueBool(),
-		Quiesce:    plan.Quiesce.ValueString(),
-		Profile:    profile,
-		Sandbox:    sb,
+		IncludeEnv:     plan.IncludeEnv.ValueBool(),
+		Quiesce:        plan.Quiesce.ValueString(),
+		IncludeVolumes: plan.IncludeVolumes.ValueBoolPointer(),
+		Volumes:        volumeList(ctx, plan.Volumes, &diags),
+		Profile:        profile,
+		Sandbox:        sb,
 	})
 	if diags.HasError() {
 		return s, h.Host(), fmt.Errorf("invalid snapshot arguments: %v", diags)
@@ -412,6 +430,7 @@ func (m *snapshotModel) fromSummary(ctx context.Context, s checkpoint.Summary, d
 		m.IncludePaths = listFromHost(ctx, m.IncludePaths, s.Include, d)
 		m.ExcludePaths = listFromHost(ctx, m.ExcludePaths, s.Exclude, d)
 		m.IncludeEnv = types.BoolValue(len(s.EnvNames) > 0)
+		m.IncludeVolumes = types.BoolValue(len(s.VolumeNames) > 0)
 	}
 	m.ID = types.StringValue(s.ID)
 	if m.SandboxID.IsNull() || m.SandboxID.IsUnknown() {
@@ -424,9 +443,27 @@ func (m *snapshotModel) fromSummary(ctx context.Context, s checkpoint.Summary, d
 	envNames, dd := types.ListValueFrom(ctx, types.StringType, names)
 	d.Append(dd...)
 	m.EnvNames = envNames
+	volumes, dd := types.ListValueFrom(ctx, types.StringType, nonNilList(s.VolumeNames))
+	d.Append(dd...)
+	m.VolumeNames = volumes
 	m.CreatedAt = types.StringValue(s.CreatedAt.UTC().Format(time.RFC3339))
 	m.SizeBytes = types.Int64Value(s.SizeBytes)
 	m.StoredBytes = types.Int64Value(s.StoredBytes)
 	m.FileCount = types.Int64Value(int64(s.FileCount))
 	m.Digest = types.StringValue(s.Digest)
+}
+
+// volumeList is the volumes argument: nil (every volume) when unset.
+func volumeList(ctx context.Context, v types.List, diags *diag.Diagnostics) []string {
+	if v.IsNull() || v.IsUnknown() {
+		return nil
+	}
+	return stringList(ctx, v, diags)
+}
+
+func nonNilList(l []string) []string {
+	if l == nil {
+		return []string{}
+	}
+	return l
 }

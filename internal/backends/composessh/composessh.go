@@ -236,7 +236,7 @@ func (e *Extension) Provision(ctx context.Context, req backends.Request) (*backe
 			return nil, err
 		}
 	}
-	if err := backends.MakeWorkspace(ctx, req, ws); errors.Is(err, backends.ErrWorkspaceExists) {
+	if err := backends.MakeWorkspace(ctx, req, sb); errors.Is(err, backends.ErrWorkspaceExists) {
 		return nil, err // not this sandbox's: nothing of it is removed
 	} else if err != nil {
 		return fail(err)
