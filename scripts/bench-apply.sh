@@ -21,6 +21,18 @@
 #        vs `tar -x` of the same data                            goal <= 0.8x
 #   8. the store's size after the full snapshot vs the size of its
 #        `tar -c | gzip -1`                                      goal <= 1.0x
+#   9. `terraform apply` of a snapshot of a compose sandbox whose named
+#        volume holds VOL_FILES files, VOL_MIB MiB (default 5,000, 512;
+#        half random), above a plan, vs the recipe users run today:
+#        `docker run --rm -v VOL:/v IMAGE tar -c -C /v . | gzip -1 > file`
+#                                                                goal <= 1.0x
+#  10. `terraform apply` of a restore of it into a new sandbox (new volume,
+#        above a plan) vs `tar -x` of the same data into a fresh volume
+#        through `docker run`                                     goal <= 1.0x
+#  11. incremental volume snapshot after 1% of its files changed vs the
+#        full one (apply above plan)                              goal <= 0.15x
+#  12. the incremental snapshot's stored_bytes vs the bytes changed
+#                                                                goal <= 1.1x
 #
 # Medians of SANDBOXER_BENCH_RUNS (3) runs, each side timed in turn, so load
 # on the host weighs on all of them alike. Prints a table and exits 1 when a
@@ -29,10 +41,11 @@
 #   bash scripts/bench-apply.sh
 #   SANDBOXER_BENCH_N=4 SANDBOXER_BENCH_M=10 SANDBOXER_BENCH_RUNS=1 bash scripts/bench-apply.sh   # quick
 #   SANDBOXER_BENCH_ROWS=checkpoint bash scripts/bench-apply.sh   # rows 5-8 only
+#   SANDBOXER_BENCH_ROWS=volume bash scripts/bench-apply.sh       # rows 9-12 only
 #
 # Settings: SANDBOXER_BENCH_ROWS (apply = 1, 2 and 4; plan = 3 and 4;
-# checkpoint = 5-8; default all), SANDBOXER_BENCH_N, _M, _RUNS,
-# SANDBOXER_BENCH_CK_FILES, _CK_MIB, SANDBOXER_BENCH_COMPOSE (the compose
+# checkpoint = 5-8; volume = 9-12; default all), SANDBOXER_BENCH_N, _M, _RUNS,
+# SANDBOXER_BENCH_CK_FILES, _CK_MIB, _VOL_FILES, _VOL_MIB, SANDBOXER_BENCH_COMPOSE (the compose
 # command on every side; default `docker compose`, v2, as on users' hosts),
 # SANDBOXER_BENCH_SSH_PORT (the benchmark's sshd, default 2298). Needs the
 # harness: scripts/harness/install.sh and up.sh, as root.
@@ -46,7 +59,7 @@ M="${SANDBOXER_BENCH_M:-50}"
 RUNS="${SANDBOXER_BENCH_RUNS:-3}"
 COMPOSE="${SANDBOXER_BENCH_COMPOSE:-docker compose}"
 PORT="${SANDBOXER_BENCH_SSH_PORT:-2298}"
-ROWS="${SANDBOXER_BENCH_ROWS:-apply,plan,checkpoint}"
+ROWS="${SANDBOXER_BENCH_ROWS:-apply,plan,checkpoint,volume}"
 want() { case ",$ROWS," in *",$1,"*) return 0 ;; esac; return 1; }
 
 log() { printf 'bench-apply.sh: %s\n' "$*" >&2; }
@@ -238,6 +251,69 @@ for f in t_full t_inc t_restore t_tarx t_gz s_store s_gz; do printf -v "$f" '%s'
 mib() { awk -v b="$1" 'BEGIN {printf "%.1f", b / 1048576}'; }
 fi
 
+# ---------------------------------------------------------------- 9-12: volumes
+# A compose-checkpoint sandbox whose service mounts the named volume "data",
+# filled (through docker, as the data of a service) with VOL_FILES files of
+# VOL_MIB MiB, half random, half text. Each run has a root directory (a
+# store) of its own; the agent and the helper image are put in place by an
+# untimed first snapshot of the empty volume, as they are once per host.
+if want volume; then
+VOL_FILES="${SANDBOXER_BENCH_VOL_FILES:-5000}"
+VOL_MIB="${SANDBOXER_BENCH_VOL_MIB:-512}"
+log "volume checkpoints: $VOL_FILES files, $VOL_MIB MiB in a named volume, $RUNS runs"
+vol="$(work volume volume)"
+vrepo="$(devprovider_tmpdir vrepo)"
+cat >"$vrepo/compose.yaml" <<YAML
+services:
+  db:
+    image: $SANDBOXER_TEST_IMAGE
+    command: ["sh", "-c", "trap 'exit 0' TERM; while true; do sleep 1; done"]
+    volumes: ["data:/data"]
+volumes:
+  data: {}
+YAML
+vper_file=$((VOL_MIB * 1048576 / VOL_FILES))
+vdata="$(devprovider_tmpdir vdata)"
+mkdir -p "$vdata/random" "$vdata/text"
+head -c $((VOL_MIB * 524288)) /dev/urandom | (cd "$vdata/random" && split -b "$vper_file" -a 5 - r)
+{ seq -f 'line %.0f of the sandboxer volume benchmark, compressible text' 1 100000000 2>/dev/null || true; } |
+	head -c $((VOL_MIB * 524288)) | (cd "$vdata/text" && split -b "$vper_file" -a 5 - t)
+tar -C "$vdata" -cf "$state/vol.tar" . && rm -rf "$vdata"
+in_volume() { # $1 = volume, then a shell command run on it (stdin passed on)
+	local v="$1"
+	shift
+	docker run --rm -i --network none -v "$v:/v" "$SANDBOXER_TEST_IMAGE" sh -c "$*"
+}
+for f in v_full v_inc v_restore v_gz v_tarx v_stored v_changed; do : >"$state/$f"; done
+for run in $(seq 1 "$RUNS"); do
+	vroot="$(devprovider_tmpdir "vol-root-$run")"
+	v_vars=(-var "address=127.0.0.1:$PORT" -var "user=$SANDBOXER_TEST_SSH_USER" -var "private_key_file=$SANDBOXER_TEST_SSH_KEY"
+		-var "known_hosts_file=$state/known_hosts" -var "root_dir=$vroot" -var "repo=$vrepo" -var "compose_command=$COMPOSE")
+	tf "$vol" apply -auto-approve "${v_vars[@]}" -var 'snapshots=["warm"]'
+	volume="$("$TERRAFORM" -chdir="$vol" output -raw project)_data"
+	in_volume "$volume" 'tar -x -C /v' <"$state/vol.tar"
+	sync
+	timed sh -c 'docker run --rm --network none -v "$1:/v" "$2" tar -c -C /v . | gzip -1 >"$3"' sh "$volume" "$SANDBOXER_TEST_IMAGE" "$state/vol.tar.gz" >>"$state/v_gz"
+	rm -f "$state/vol.tar.gz"
+	docker volume create bench-tarx >/dev/null && sync
+	timed sh -c 'docker run --rm -i --network none -v bench-tarx:/v "$1" tar -x -C /v <"$2"' sh "$SANDBOXER_TEST_IMAGE" "$state/vol.tar" >>"$state/v_tarx"
+	docker volume rm bench-tarx >/dev/null
+
+	above_plan "$vol" "${v_vars[@]}" -var 'snapshots=["warm","full"]' >>"$state/v_full"
+	# 1% of the files rewritten: half of them random (whole file), half text (a line added).
+	in_volume "$volume" "cd /v && n=$((VOL_FILES / 200)) && for f in \$(ls random | head -n \$n); do head -c $vper_file /dev/urandom >random/\$f; done &&
+		for f in \$(ls text | head -n \$n); do echo changed >>text/\$f; done"
+	echo $(((VOL_FILES / 200) * (vper_file + 8))) >>"$state/v_changed"
+	above_plan "$vol" "${v_vars[@]}" -var 'snapshots=["warm","full","inc"]' >>"$state/v_inc"
+	"$TERRAFORM" -chdir="$vol" state show -no-color 'sandboxer_snapshot.s["inc"]' | awk '$1 == "stored_bytes" {print $3}' >>"$state/v_stored"
+	above_plan "$vol" "${v_vars[@]}" -var 'snapshots=["warm","full","inc"]' -var restore=full >>"$state/v_restore"
+	tf "$vol" destroy -auto-approve "${v_vars[@]}" -var 'snapshots=["warm","full","inc"]' -var restore=full
+	log "run $run: volume full $(tail -n1 "$state/v_full") s, incremental $(tail -n1 "$state/v_inc") s ($(tail -n1 "$state/v_stored") B stored of $(tail -n1 "$state/v_changed") B changed), restore $(tail -n1 "$state/v_restore") s; docker run tar | gzip -1 $(tail -n1 "$state/v_gz") s, tar -x $(tail -n1 "$state/v_tarx") s"
+done
+rm -f "$state/vol.tar"
+for f in v_full v_inc v_restore v_gz v_tarx v_stored v_changed; do printf -v "$f" '%s' "$(median <"$state/$f")"; done
+fi
+
 # ---------------------------------------------------------------- report
 missed=0
 row() { # what, measured, baseline, goal (ratio <=)[, unit]
@@ -270,5 +346,11 @@ if want checkpoint; then
 	row "full snapshot (apply above plan) vs tar -c \\| gzip -1 of the workspace" "$t_full" "$t_gz" 0.3
 	row "restore into a new sandbox (apply above plan) vs tar -x of the same data" "$t_restore" "$t_tarx" 0.8
 	row "store size of the full snapshot vs its tar -c \\| gzip -1 ($CK_FILES files, $CK_MIB MiB, half random)" "$(mib "$s_store")" "$(mib "$s_gz")" 1.0 MiB
+fi
+if want volume; then
+	row "volume snapshot ($VOL_FILES files, $VOL_MIB MiB; apply above plan) vs docker run tar -c \\| gzip -1" "$v_full" "$v_gz" 1.0
+	row "restore into a new sandbox with a new volume (apply above plan) vs docker run tar -x into a fresh volume" "$v_restore" "$v_tarx" 1.0
+	row "incremental volume snapshot after 1% of files changed vs the full one (apply above plan)" "$v_inc" "$v_full" 0.15
+	row "incremental volume snapshot: stored bytes vs bytes changed" "$v_stored" "$v_changed" 1.1 B
 fi
 exit "$missed"

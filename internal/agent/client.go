@@ -477,6 +477,11 @@ func (c *Client) RestoreFrom(ctx context.Context, src *hosts.Host, id string, ds
 	}
 	var r checkpoint.RestoreResult
 	err = c.call(ctx, dst, "restore", Request{Manifest: full.Manifest, Env: full.Env, Workspace: workspace, Volumes: vols, Restore: opts}, &r)
+	// The objects transferred for the restore belong to no snapshot of
+	// dst: collected, whether it worked or not (a retry transfers again).
+	if gerr := c.call(ctx, dst, "gc", Request{}, nil); gerr != nil {
+		err = errors.Join(err, fmt.Errorf("host %q: unable to remove the objects transferred for the restore: %w", dst.Host(), gerr))
+	}
 	return r, err
 }
 

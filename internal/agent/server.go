@@ -188,6 +188,9 @@ func run(op string, req Request, stdin io.Reader, stdout io.Writer) (any, error)
 	case "delete":
 		freed, err := s.Delete(req.ID)
 		return map[string]int64{"freed_bytes": freed}, err
+	case "gc":
+		freed, err := s.GC()
+		return map[string]int64{"freed_bytes": freed}, err
 	case "copy":
 		m, err := s.Copy(req.ID, req.NewID, req.Name, req.Now)
 		if err != nil {
@@ -205,7 +208,7 @@ func run(op string, req Request, stdin io.Reader, stdout io.Writer) (any, error)
 			}
 		}
 		var vres checkpoint.RestoreResult
-		if len(m.Volumes) > 0 && req.Volumes != nil {
+		if len(m.Volumes) > 0 && req.Volumes != nil && req.Restore.Files {
 			ctx, cancel := contextUntil(req.Restore.Done)
 			defer cancel()
 			if err := m.Check(); err != nil {

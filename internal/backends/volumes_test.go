@@ -15,47 +15,6 @@ import (
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/testharness"
 )
 
-// statefulRepo is a compose stack keeping its state in two named volumes:
-// "pairs" is written continuously, a and b always with the same number
-// (a consistent cut has them equal; $$ is compose's escaped $), "files" holds a file owned by
-// 1234:1234, a setgid directory and a link to /etc, made once.
-func statefulRepo(t *testing.T, image string) string {
-	t.Helper()
-	compose := `services:
-  writer:
-    image: ` + image + `
-    command: ["sh", "-c", "trap 'exit 0' TERM; [ -f /pairs/config ] || echo original > /pairs/config; i=0; while true; do i=$$((i+1)); echo $$i > /pairs/a; echo $$i > /pairs/b; usleep 2000; done"]
-    volumes: ["pairs:/pairs"]
-  keeper:
-    image: ` + image + `
-    command: ["sh", "-c", "trap 'exit 0' TERM; if [ ! -e /files/etc-link ]; then mkdir -p /files/shared && chmod 2775 /files/shared && echo owned > /files/shared/owned.txt && chown -R 1234:1234 /files/shared && ln -s /etc /files/etc-link; fi; touch /files/.ready; while true; do sleep 1; done"]
-    volumes: ["files:/files"]
-    healthcheck:
-      test: ["CMD", "test", "-e", "/files/.ready"]
-      interval: 1s
-      retries: 30
-volumes:
-  pairs: {}
-  files: {}
-`
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "compose.yaml"), []byte(compose), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return dir
-}
-
-// inVolume runs a shell command in a throwaway container mounting the
-// docker volume vol at /v: how a user looks into (or breaks) a volume.
-func inVolume(t *testing.T, vol, script string) string {
-	t.Helper()
-	out, err := exec.Command("docker", "run", "--rm", "--network", "none", "-v", vol+":/v", testharness.Image(t), "sh", "-c", script).CombinedOutput()
-	if err != nil {
-		t.Fatalf("docker run on volume %s: %v: %s", vol, err, out)
-	}
-	return strings.TrimSpace(string(out))
-}
-
 // A compose stack's named volumes are captured with its workspace through
 // helper containers (the harness host's docker; the store is the SSH
 // user's), consistently while the stack is paused; broken out of band and
@@ -71,7 +30,7 @@ func TestVolumeCheckpointsOverSSH(t *testing.T) {
 	reg := backends.NewRegistry(composessh.New(os.Getenv("SANDBOXER_COMPOSE_CMD")))
 	p := profile(t, "profile.compose-checkpoint")
 	sb, err := reg.Create(ctx, backends.Request{ID: backends.NewID(), Profile: p, Host: h,
-		Inputs: map[string]string{"repo": statefulRepo(t, testharness.Image(t))}})
+		Inputs: map[string]string{"repo": testharness.StatefulComposeRepo(t)}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,21 +50,21 @@ func TestVolumeCheckpointsOverSSH(t *testing.T) {
 	if _, st, _ := reg.Get(ctx, h, sb.ID); st.State != backends.StatusReady {
 		t.Fatalf("source not ready after the snapshot: %+v", st)
 	}
-	owner := inVolume(t, files, "stat -c '%u:%g %a' /v/shared /v/shared/owned.txt; readlink /v/etc-link")
+	owner := testharness.InVolume(t, files, "stat -c '%u:%g %a' /v/shared /v/shared/owned.txt; readlink /v/etc-link")
 
 	// Broken out of band, restored in place.
-	inVolume(t, pairs, "echo broken > /v/config")
-	inVolume(t, files, "rm -f /v/etc-link; echo junk > /v/junk.txt; chown 0:0 /v/shared/owned.txt")
+	testharness.InVolume(t, pairs, "echo broken > /v/config")
+	testharness.InVolume(t, files, "rm -f /v/etc-link; echo junk > /v/junk.txt; chown 0:0 /v/shared/owned.txt")
 	if _, err := reg.RestoreInPlace(ctx, h, snap.ID, h, sb.ID, checkpoint.RestoreOptions{Files: true, Overwrite: true, Prune: true}); err != nil {
 		t.Fatal(err)
 	}
-	if got := inVolume(t, pairs, "cat /v/config"); got != "original" {
+	if got := testharness.InVolume(t, pairs, "cat /v/config"); got != "original" {
 		t.Errorf("config after the in-place restore: %q", got)
 	}
-	if got := inVolume(t, files, "stat -c '%u:%g %a' /v/shared /v/shared/owned.txt; readlink /v/etc-link"); got != owner {
+	if got := testharness.InVolume(t, files, "stat -c '%u:%g %a' /v/shared /v/shared/owned.txt; readlink /v/etc-link"); got != owner {
 		t.Errorf("owners, modes and links after the restore:\n%s\nwant\n%s", got, owner)
 	}
-	if got := inVolume(t, files, "ls /v/junk.txt 2>&1 || true"); !strings.Contains(got, "No such file") {
+	if got := testharness.InVolume(t, files, "ls /v/junk.txt 2>&1 || true"); !strings.Contains(got, "No such file") {
 		t.Errorf("a file the snapshot lacks survived a pruning restore: %q", got)
 	}
 	if _, st, _ := reg.Get(ctx, h, sb.ID); st.State != backends.StatusReady {
@@ -127,16 +86,16 @@ func TestVolumeCheckpointsOverSSH(t *testing.T) {
 			t.Fatalf("docker stop: %s %s", out, out2)
 		}
 	}
-	if got := inVolume(t, nsb.ComposeProject+"_pairs", `[ "$(cat /v/a)" = "$(cat /v/b)" ] && echo same || echo "a=$(cat /v/a) b=$(cat /v/b)"`); got != "same" {
+	if got := testharness.InVolume(t, nsb.ComposeProject+"_pairs", `[ "$(cat /v/a)" = "$(cat /v/b)" ] && echo same || echo "a=$(cat /v/a) b=$(cat /v/b)"`); got != "same" {
 		t.Errorf("the pair in the snapshot differs: %s", got)
 	}
-	if got := inVolume(t, nsb.ComposeProject+"_files", "stat -c '%u:%g %a' /v/shared /v/shared/owned.txt; readlink /v/etc-link"); got != owner {
+	if got := testharness.InVolume(t, nsb.ComposeProject+"_files", "stat -c '%u:%g %a' /v/shared /v/shared/owned.txt; readlink /v/etc-link"); got != owner {
 		t.Errorf("new sandbox's volume:\n%s\nwant\n%s", got, owner)
 	}
 
 	// A corrupted object: the in-place restore fails naming the file, and
 	// the volume keeps what it had.
-	inVolume(t, pairs, "echo after > /v/config")
+	testharness.InVolume(t, pairs, "echo after > /v/config")
 	m, err := checkpoint.ParseManifest(snap.ID, mustRead(t, filepath.Join(h.RootDir, ".sandboxer", "store", "snapshots", snap.ID+".json")))
 	if err != nil {
 		t.Fatal(err)
@@ -157,7 +116,7 @@ func TestVolumeCheckpointsOverSSH(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "volume:pairs/config") {
 		t.Fatalf("restore from a corrupted object: %v", err)
 	}
-	if got := inVolume(t, pairs, "cat /v/config"); got != "after" {
+	if got := testharness.InVolume(t, pairs, "cat /v/config"); got != "after" {
 		t.Errorf("the volume changed although the restore failed: %q", got)
 	}
 

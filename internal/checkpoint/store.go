@@ -291,6 +291,17 @@ func (s *Store) Delete(id string) (freed int64, err error) {
 	return s.gcLocked()
 }
 
+// GC removes the objects no snapshot references, and debris: after a
+// restore from another host, the objects transferred for it.
+func (s *Store) GC() (freed int64, err error) {
+	unlock, err := s.lock(true)
+	if err != nil {
+		return 0, err
+	}
+	defer unlock()
+	return s.gcLocked()
+}
+
 // gcLocked removes unreferenced objects and stale temp files. The caller
 // holds the exclusive lock, so no capture is between writing an object and
 // writing the manifest that references it.

@@ -71,24 +71,23 @@ resource "sandboxer_sandbox" "linked" {
 	})
 }
 
-// A non-root SSH user in the docker group, with its root_dir under its
-// home, gets compose sandboxes, snapshots and in-place restores as root does.
-func TestAccSandbox_nonRootUser(t *testing.T) {
-	testAccPreCheck(t)
-	testharness.RequireDocker(t)
-	name := testharness.Env(t, "SANDBOXER_TEST_SSH_NONROOT_USER")
-	u, err := user.Lookup(name)
-	if err != nil {
-		t.Fatalf("harness user %s: %v", name, err)
-	}
+// nonRoot is the harness sshd as the non-root user of the harness (in
+// the docker group), host block "ci", its root_dir under the user's home.
+type nonRoot struct {
+	acc      accHost // rootDir: the user's root_dir
+	provider string  // the provider block
+	uid, gid int
+}
+
+func newNonRoot(t *testing.T, u *user.User) nonRoot {
+	t.Helper()
 	uid, _ := strconv.Atoi(u.Uid)
 	gid, _ := strconv.Atoi(u.Gid)
 	root := filepath.Join(u.HomeDir, "sandboxes-"+filepath.Base(t.TempDir()))
 	t.Cleanup(func() { _ = os.RemoveAll(root) })
-	h := accHost{rootDir: root, rootDir2: t.TempDir(), localDir: t.TempDir()}
-	repo := testharness.ComposeRepo(t, testharness.Image(t), "web", "worker")
-
-	provider := fmt.Sprintf(`
+	return nonRoot{
+		acc: accHost{rootDir: root, rootDir2: t.TempDir(), localDir: t.TempDir()},
+		provider: fmt.Sprintf(`
 provider "sandboxer" {
   host {
     name             = "ci"
@@ -99,8 +98,42 @@ provider "sandboxer" {
     root_dir         = %q
   }
 }
-`, testharness.Env(t, "SANDBOXER_TEST_SSH_ADDR"), name, testharness.Env(t, "SANDBOXER_TEST_SSH_KEY"),
-		testharness.Env(t, "SANDBOXER_TEST_KNOWN_HOSTS"), root)
+`, testharness.Env(t, "SANDBOXER_TEST_SSH_ADDR"), u.Username, testharness.Env(t, "SANDBOXER_TEST_SSH_KEY"),
+			testharness.Env(t, "SANDBOXER_TEST_KNOWN_HOSTS"), root),
+		uid: uid, gid: gid,
+	}
+}
+
+// ownedBy says whether p belongs to the user.
+func (nr nonRoot) ownedBy(p string) error {
+	st, err := os.Lstat(p)
+	if err != nil {
+		return err
+	}
+	sys, ok := st.Sys().(*syscall.Stat_t)
+	if !ok {
+		return fmt.Errorf("no owner information for %s on this OS", p)
+	}
+	if int(sys.Uid) != nr.uid || int(sys.Gid) != nr.gid {
+		return fmt.Errorf("%s belongs to %d:%d, not the SSH user's %d:%d", p, sys.Uid, sys.Gid, nr.uid, nr.gid)
+	}
+	return nil
+}
+
+// A non-root SSH user in the docker group, with its root_dir under its
+// home, gets compose sandboxes, snapshots and in-place restores as root does.
+func TestAccSandbox_nonRootUser(t *testing.T) {
+	testAccPreCheck(t)
+	testharness.RequireDocker(t)
+	name := testharness.Env(t, "SANDBOXER_TEST_SSH_NONROOT_USER")
+	u, err := user.Lookup(name)
+	if err != nil {
+		t.Fatalf("harness user %s: %v", name, err)
+	}
+	nr := newNonRoot(t, u)
+	uid, gid, h, provider := nr.uid, nr.gid, nr.acc, nr.provider
+	repo := testharness.ComposeRepo(t, testharness.Image(t), "web", "worker")
+
 	sandbox := fmt.Sprintf(`
 resource "sandboxer_sandbox" "app" {
   profile = "profile.compose-e2e"

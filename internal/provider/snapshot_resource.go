@@ -126,8 +126,8 @@ func (r *SnapshotResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 					"`stop`: the services are stopped for the capture and started (and waited ready) after, for applications that " +
 					"need a clean shutdown. Default: the sandbox profile's `snapshots.quiesce` (`pause` for " +
 					"`profile.compose-checkpoint`), else `none`."},
-			"include_volumes": schema.BoolAttribute{Optional: true,
-				PlanModifiers:       []planmodifier.Bool{boolplanmodifier.RequiresReplace()},
+			"include_volumes": schema.BoolAttribute{Optional: true, Computed: true,
+				PlanModifiers:       []planmodifier.Bool{boolplanmodifier.UseStateForUnknown(), boolplanmodifier.RequiresReplace()},
 				MarkdownDescription: "Also capture the sandbox's named compose volumes (those its compose project created; never bind mounts or external volumes) into the same store, with owners and modes. Default: the profile's `snapshots.volumes` (true for `profile.compose-checkpoint`). Restores write them back: into a new sandbox's new volumes before it starts, or in place while its services are stopped."},
 			"volumes": schema.ListAttribute{Optional: true, ElementType: types.StringType, PlanModifiers: replaceList,
 				Validators: []validator.List{listvalidator.ValueStringsAre(stringvalidator.RegexMatches(checkpoint.VolumeNamePattern,
@@ -269,6 +269,7 @@ func (r *SnapshotResource) Create(ctx context.Context, req resource.CreateReques
 	if src := plan.SourceSnapshotID.ValueString(); src != "" {
 		summary, host, err = r.copy(ctx, src, plan.Host.ValueString(), id, plan.Name.ValueString())
 		plan.Quiesce = types.StringValue(backends.QuiesceNone)
+		plan.IncludeVolumes = types.BoolValue(len(summary.VolumeNames) > 0)
 	} else {
 		summary, host, err = r.capture(ctx, &plan, id)
 	}
@@ -293,6 +294,9 @@ func (r *SnapshotResource) capture(ctx context.Context, plan *snapshotModel, id 
 	profile := r.profileOf(sb)
 	if plan.Quiesce.IsUnknown() || plan.Quiesce.IsNull() {
 		plan.Quiesce = types.StringValue(backends.DefaultQuiesce(profile))
+	}
+	if plan.IncludeVolumes.IsUnknown() || plan.IncludeVolumes.IsNull() {
+		plan.IncludeVolumes = types.BoolValue(backends.DefaultIncludeVolumes(profile))
 	}
 	var diags diag.Diagnostics
 	s, err := r.data.registry.Snapshot(ctx, h, backends.SnapshotRequest{

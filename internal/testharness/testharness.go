@@ -286,3 +286,45 @@ func (s *PrivateSSHD) Accepted() int {
 	}
 	return strings.Count(string(data), "Accepted publickey")
 }
+
+// StatefulComposeRepo is a compose stack keeping its state in two named volumes:
+// "pairs" is written continuously, a and b always with the same number
+// (a consistent cut has them equal; $$ is compose's escaped $), "files" holds a file owned by
+// 1234:1234, a setgid directory and a link to /etc, made once.
+func StatefulComposeRepo(t testing.TB) string {
+	image := Image(t)
+	t.Helper()
+	compose := `services:
+  writer:
+    image: ` + image + `
+    command: ["sh", "-c", "trap 'exit 0' TERM; [ -f /pairs/config ] || echo original > /pairs/config; i=0; while true; do i=$$((i+1)); echo $$i > /pairs/a; echo $$i > /pairs/b; usleep 2000; done"]
+    volumes: ["pairs:/pairs"]
+  keeper:
+    image: ` + image + `
+    command: ["sh", "-c", "trap 'exit 0' TERM; if [ ! -e /files/etc-link ]; then mkdir -p /files/shared && chmod 2775 /files/shared && echo owned > /files/shared/owned.txt && chown -R 1234:1234 /files/shared && ln -s /etc /files/etc-link; fi; touch /files/.ready; while true; do sleep 1; done"]
+    volumes: ["files:/files"]
+    healthcheck:
+      test: ["CMD", "test", "-e", "/files/.ready"]
+      interval: 1s
+      retries: 30
+volumes:
+  pairs: {}
+  files: {}
+`
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "compose.yaml"), []byte(compose), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// InVolume runs a shell command in a throwaway container mounting the
+// docker volume vol at /v: how a user looks into (or breaks) a volume.
+func InVolume(t testing.TB, vol, script string) string {
+	t.Helper()
+	out, err := exec.Command("docker", "run", "--rm", "--network", "none", "-v", vol+":/v", Image(t), "sh", "-c", script).CombinedOutput()
+	if err != nil {
+		t.Fatalf("docker run on volume %s: %v: %s", vol, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}

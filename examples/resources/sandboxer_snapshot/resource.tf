@@ -31,6 +31,20 @@ resource "sandboxer_snapshot" "known_good" {
   }
 }
 
+# A whole-stack checkpoint of a stateful compose sandbox (a database in a
+# named volume): the workspace and the stack's named volumes, captured while
+# every service is paused, so the database files and the workspace are from
+# one moment. profile.compose-checkpoint takes volumes by default; any
+# compose profile can with include_volumes = true.
+resource "sandboxer_snapshot" "whole_stack" {
+  sandbox_id = sandboxer_sandbox.e2e.id
+  name       = "seeded-db"
+
+  include_volumes = true
+  volumes         = ["db-data"] # only this compose volume; default: all of them
+  quiesce         = "pause"     # or "stop" for a clean shutdown and restart
+}
+
 # A copy of that snapshot on another host, e.g. to restore it there. Only
 # the objects build-2 does not already hold are transferred. The copy keeps
 # the original's content, env and digest.

@@ -144,9 +144,15 @@ func loadProject(repo, file string, env map[string]string) (backends.Plan, []str
 		return backends.Plan{}, nil, &FileError{File: path, Msg: "no service would start: every service is disabled by a profile, or none is declared"}
 	}
 	for _, name := range slices.Sorted(maps.Keys(project.Volumes)) {
-		if project.Volumes[name].External {
-			plan.Warnings = append(plan.Warnings, fmt.Sprintf("%s: volume %q is external: it is shared with whatever else uses it on the host, and "+
-				"destroying the sandbox leaves it in place", lineRef(path, lines.at("volumes", name)), name))
+		v := project.Volumes[name]
+		switch {
+		case bool(v.External):
+			plan.Warnings = append(plan.Warnings, fmt.Sprintf("%s: volume %q is external: it is shared with whatever else uses it on the host, "+
+				"destroying the sandbox leaves it in place, and checkpoints do not capture it", lineRef(path, lines.at("volumes", name)), name))
+		case v.Name != "" && v.Name != project.Name+"_"+name:
+			plan.Warnings = append(plan.Warnings, fmt.Sprintf("%s: volume %q is named %q: every sandbox of this stack on a host shares it, "+
+				"and a checkpoint restored into a new sandbox fills that sandbox's own %q, not it; remove `name:`",
+				lineRef(path, lines.at("volumes", name)), name, v.Name, name))
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(project.Networks)) {

@@ -122,10 +122,13 @@ func TestPlanWarnsWhatWeakensIsolation(t *testing.T) {
       - ./data:/data
   db:
     image: busybox
-    volumes: [pgdata:/var/lib/postgresql/data]
+    volumes: [pgdata:/var/lib/postgresql/data, cache:/cache, uploads:/uploads]
 volumes:
   pgdata:
     external: true
+  cache:
+    name: shared-cache
+  uploads: {}
 networks:
   shared:
     external: true
@@ -135,16 +138,17 @@ networks:
 		t.Fatal(err)
 	}
 	all := strings.Join(plan.Warnings, "\n")
-	for _, want := range []string{"host port 8080", "line 4", "/var/run/docker.sock", `volume "pgdata" is external`, `network "shared" is external`} {
+	for _, want := range []string{"host port 8080", "line 4", "/var/run/docker.sock", `volume "pgdata" is external`, `network "shared" is external`,
+		`volume "cache" is named "shared-cache"`, "checkpoints do not capture it"} {
 		if !strings.Contains(all, want) {
 			t.Errorf("warnings do not mention %q:\n%s", want, all)
 		}
 	}
-	if strings.Contains(all, "9090") || strings.Contains(all, "/data from") {
+	if strings.Contains(all, "9090") || strings.Contains(all, "/data from") || strings.Contains(all, "uploads") {
 		t.Errorf("warned about what is isolated:\n%s", all)
 	}
-	if len(plan.Warnings) != 4 {
-		t.Errorf("%d warnings, want 4:\n%s", len(plan.Warnings), all)
+	if len(plan.Warnings) != 5 {
+		t.Errorf("%d warnings, want 5:\n%s", len(plan.Warnings), all)
 	}
 }
 
