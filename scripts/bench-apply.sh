@@ -115,6 +115,8 @@ cleanup_all() {
 	tf "$prov" destroy -auto-approve "${common[@]}" -var "n=$N" || true
 	tf "$re" destroy -auto-approve "${re_vars[@]}" -var "n=$N" || true
 	for d in "${planM:-}" "${plan1:-}"; do [ -z "$d" ] || tf "$d" destroy -auto-approve -parallelism=20 "${common[@]}" || true; done
+	[ -z "${vol:-}" ] || [ -z "${v_vars+x}" ] || tf "$vol" destroy -auto-approve "${v_vars[@]}" -var 'snapshots=["warm","full","inc"]' -var restore=full || true
+	[ -z "${ck:-}" ] || [ -z "${ck_vars+x}" ] || tf "$ck" destroy -auto-approve "${ck_vars[@]}" -var 'snapshots=["warm","full","inc"]' -var restore=full || true
 	floor_down || true
 }
 devprovider_on_exit cleanup_all
@@ -142,6 +144,18 @@ timed() { # prints the seconds "$@" took; fails as it fails
 	t0="$(now)"
 	"$@"
 	awk -v a="$t0" -v b="$(now)" 'BEGIN {printf "%.3f\n", b - a}'
+}
+
+# Apply times of checkpoints are counted above a plan of the same
+# configuration (Terraform's own start, refresh and planning), which is
+# what the provider adds.
+above_plan() { # $1 = directory, then variables: prints apply time minus plan time
+	local dir="$1" p a
+	shift
+	p="$(timed tf "$dir" plan "$@")"
+	sync
+	a="$(timed tf "$dir" apply -auto-approve "$@")"
+	awk -v a="$a" -v p="$p" 'BEGIN {printf "%.3f\n", a - p}'
 }
 
 # ---------------------------------------------------------------- 1, 2, 4: apply of N
@@ -211,14 +225,6 @@ change_one_percent() { # $1 = workspace: 1% of the files rewritten, half of them
 	mapfile -t text < <(find "$1/text" -type f | sort)
 	for f in "${random[@]:0:$((CK_FILES / 200))}"; do head -c "$per_file" /dev/urandom >"$f"; done
 	for f in "${text[@]:0:$((CK_FILES / 200))}"; do printf 'changed %s\n' "$RANDOM" >>"$f"; done
-}
-above_plan() { # $1 = directory, then variables: prints apply time minus plan time
-	local dir="$1" p a
-	shift
-	p="$(timed tf "$dir" plan "$@")"
-	sync
-	a="$(timed tf "$dir" apply -auto-approve "$@")"
-	awk -v a="$a" -v p="$p" 'BEGIN {printf "%.3f\n", a - p}'
 }
 for f in t_full t_inc t_restore t_tarx t_gz s_store s_gz; do : >"$state/$f"; done
 for run in $(seq 1 "$RUNS"); do

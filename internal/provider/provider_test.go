@@ -48,15 +48,22 @@ type accHost struct {
 
 func newAccHost(t *testing.T) accHost {
 	t.Helper()
-	h := accHost{rootDir: t.TempDir(), rootDir2: t.TempDir(), localDir: t.TempDir(), before: map[string]bool{}}
+	return accHost{rootDir: t.TempDir(), rootDir2: t.TempDir(), localDir: t.TempDir(), before: composeObjectsNow(t)}
+}
+
+// composeObjectsNow are the compose networks and volumes there are now
+// (accHost.before).
+func composeObjectsNow(t *testing.T) map[string]bool {
+	t.Helper()
+	before := map[string]bool{}
 	if _, err := exec.LookPath("docker"); err == nil {
 		for _, kind := range []string{"network", "volume"} {
 			for _, id := range composeObjects(t, kind) {
-				h.before[kind+" "+id] = true
+				before[kind+" "+id] = true
 			}
 		}
 	}
-	return h
+	return before
 }
 
 // composeObjects lists the docker networks or volumes of compose projects

@@ -86,7 +86,7 @@ func newNonRoot(t *testing.T, u *user.User) nonRoot {
 	root := filepath.Join(u.HomeDir, "sandboxes-"+filepath.Base(t.TempDir()))
 	t.Cleanup(func() { _ = os.RemoveAll(root) })
 	return nonRoot{
-		acc: accHost{rootDir: root, rootDir2: t.TempDir(), localDir: t.TempDir()},
+		acc: accHost{rootDir: root, rootDir2: t.TempDir(), localDir: t.TempDir(), before: composeObjectsNow(t)},
 		provider: fmt.Sprintf(`
 provider "sandboxer" {
   host {

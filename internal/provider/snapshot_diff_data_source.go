@@ -47,7 +47,8 @@ func (d *SnapshotDiffDataSource) Schema(_ context.Context, _ datasource.SchemaRe
 	}
 	resp.Schema = schema.Schema{
 		MarkdownDescription: "Compares two snapshots on the host that holds them: which files were added, removed or " +
-			"modified (content, mode or link target), and which env variables — by name only, values are secret.",
+			"modified (content, mode, owner or link target), and which env variables — by name only, values are secret. " +
+			"Files of a snapshot's named volumes are reported as `volume:<name>/<path>`.",
 		Attributes: map[string]schema.Attribute{
 			"from": schema.StringAttribute{Required: true, Validators: []validator.String{idValidator("snapshot")}, MarkdownDescription: "The earlier snapshot's id."},
 			"to":   schema.StringAttribute{Required: true, Validators: []validator.String{idValidator("snapshot")}, MarkdownDescription: "The later snapshot's id."},

@@ -129,8 +129,9 @@ resource "sandboxer_restore" "elsewhere" {
 }
 
 // A non-root SSH user in the docker group checkpoints and restores volumes
-// whose files belong to root and to other users: through the helper
-// containers, never by reading docker's data directory.
+// (in place and into a new sandbox) whose files belong to root and to other
+// users: through the helper containers, never by reading docker's data
+// directory (a root user's agent reads it directly: the other tests).
 func TestAccCheckpoint_volumesNonRootUser(t *testing.T) {
 	testAccPreCheck(t)
 	testharness.RequireDocker(t)
@@ -181,10 +182,20 @@ resource "sandboxer_restore" "in_place" {
   snapshot_id       = sandboxer_snapshot.good.id
   target_sandbox_id = sandboxer_sandbox.db.id
 }
+
+resource "sandboxer_restore" "copy" {
+  snapshot_id = sandboxer_snapshot.good.id
+  profile     = "profile.compose-checkpoint"
+  host        = "ci"
+}
 `,
-			Check: func(*terraform.State) error {
+			Check: func(s *terraform.State) error {
 				if got := facts(t, project); got != want {
 					return fmt.Errorf("after the restore the volumes hold\n%s\nwant\n%s", got, want)
+				}
+				other := composessh.ProjectName(stateAttr(s, "sandboxer_restore.copy", "sandbox_id"))
+				if got := facts(t, other); got != want {
+					return fmt.Errorf("the new sandbox's volumes hold\n%s\nwant\n%s", got, want)
 				}
 				return nil
 			},

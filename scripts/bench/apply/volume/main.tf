@@ -26,7 +26,8 @@ variable "restore" {
 }
 
 provider "sandboxer" {
-  default_host = "bench"
+  compose_command = var.compose_command
+  default_host    = "bench"
   host {
     name             = "bench"
     address          = var.address
@@ -34,7 +35,6 @@ provider "sandboxer" {
     private_key_file = var.private_key_file
     known_hosts_file = var.known_hosts_file
     root_dir         = var.root_dir
-    compose_command  = var.compose_command
   }
 }
 
