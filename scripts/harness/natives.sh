@@ -12,11 +12,11 @@
 # is BUSL-licensed: it is built here as a test tool and never enters the
 # repository. ~3 minutes cold on 2 cores.
 #
-# Version: $SANDBOXER_TF_NATIVES_VERSION, default 1.14.9 (`go list -m
+# Version: $SANDBOXER_TF_NATIVES_VERSION, default 1.16.2, the newest served (`go list -m
 # -versions` stops at 1.13.3; exact versions are served).
 set -euo pipefail
 
-VERSION="${SANDBOXER_TF_NATIVES_VERSION:-1.14.9}"
+VERSION="${SANDBOXER_TF_NATIVES_VERSION:-1.16.2}"
 LEGACY="v0.0.0-20250409131005-35645b8fca68"
 BACKENDS="azure consul cos gcs kubernetes oci oss pg s3"
 TOOLS_DIR="${SANDBOXER_TOOLS_DIR:-$HOME/.cache/sandboxer-tools}"
