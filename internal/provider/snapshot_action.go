@@ -97,6 +97,7 @@ func (a *SnapshotAction) ValidateConfig(ctx context.Context, req action.Validate
 		return
 	}
 	validateSnapshotArgs(ctx, m.IncludePaths, m.ExcludePaths, m.Metadata, &resp.Diagnostics)
+	validateVolumeArgs(m.IncludeVolumes, m.Volumes, &resp.Diagnostics)
 }
 
 func (a *SnapshotAction) Invoke(ctx context.Context, req action.InvokeRequest, resp *action.InvokeResponse) {

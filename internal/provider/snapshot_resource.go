@@ -174,6 +174,15 @@ func (r *SnapshotResource) ValidateConfig(ctx context.Context, req resource.Vali
 		return
 	}
 	validateSnapshotArgs(ctx, m.IncludePaths, m.ExcludePaths, m.Metadata, &resp.Diagnostics)
+	validateVolumeArgs(m.IncludeVolumes, m.Volumes, &resp.Diagnostics)
+}
+
+// validateVolumeArgs refuses volumes named for a snapshot that takes none.
+func validateVolumeArgs(include types.Bool, volumes types.List, diags *diag.Diagnostics) {
+	if !include.IsNull() && !include.IsUnknown() && !include.ValueBool() && !volumes.IsNull() {
+		diags.AddAttributeError(path.Root("volumes"), "Volumes Without include_volumes",
+			"volumes names compose volumes to capture, but include_volumes = false captures none: remove one of them.")
+	}
 }
 
 // validateSnapshotArgs holds a capture's paths and metadata to the
@@ -213,28 +222,41 @@ func (r *SnapshotResource) ModifyPlan(ctx context.Context, req resource.ModifyPl
 		plan.Quiesce = types.StringValue(backends.QuiesceNone) // a copy touches no sandbox
 		resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
 	}
-	if plan.SandboxID.IsUnknown() || plan.SandboxID.IsNull() || plan.Host.IsUnknown() && !plan.Host.IsNull() {
+	var configHost types.String
+	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("host"), &configHost)...)
+	if plan.SandboxID.IsUnknown() || plan.SandboxID.IsNull() || configHost.IsUnknown() {
 		return // the sandbox is created in this apply: checked, and quiesce resolved, at create
 	}
-	if plan.Host.ValueString() != "" {
-		if _, err := r.data.host(plan.Host.ValueString()); err != nil {
+	if configHost.ValueString() != "" {
+		if _, err := r.data.host(configHost.ValueString()); err != nil {
 			resp.Diagnostics.AddAttributeError(path.Root("host"), "Unknown Host", err.Error())
 			return
 		}
 	}
-	_, sb, err := r.data.locateSandbox(ctx, plan.SandboxID.ValueString(), plan.Host.ValueString())
+	h, sb, err := r.data.locateSandbox(ctx, plan.SandboxID.ValueString(), configHost.ValueString())
 	if err != nil {
 		resp.Diagnostics.AddAttributeError(path.Root("sandbox_id"), "Unable to Plan Snapshot", err.Error())
 		return
+	}
+	if plan.Host.IsUnknown() {
+		plan.Host = types.StringValue(h.Host()) // where the sandbox was found: known at plan time
 	}
 	if _, err := r.data.registry.Snapshotter(sb.Profile, sb.Extension); err != nil {
 		resp.Diagnostics.AddAttributeError(path.Root("sandbox_id"), "Snapshots Not Supported", err.Error())
 		return
 	}
+	if plan.IncludeVolumes.IsUnknown() {
+		plan.IncludeVolumes = types.BoolValue(backends.DefaultIncludeVolumes(r.profileOf(sb)))
+	}
+	if plan.IncludeVolumes.ValueBool() && sb.ComposeProject == "" {
+		resp.Diagnostics.AddAttributeError(path.Root("include_volumes"), "No Volumes to Capture",
+			fmt.Sprintf("Sandbox %s (%s) is not a compose sandbox, so it has no named volumes: remove include_volumes = true.", sb.ID, sb.Profile))
+		return
+	}
 	if plan.Quiesce.IsUnknown() {
 		plan.Quiesce = types.StringValue(backends.DefaultQuiesce(r.profileOf(sb)))
-		resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
 	}
+	resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
 }
 
 // profileOf is the catalog's profile of an existing sandbox; nil when the
