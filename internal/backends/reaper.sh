@@ -1,5 +1,5 @@
 #!/bin/sh
-# sandboxer-reaper v4
+# sandboxer-reaper v5
 # Tears down the sandboxes of one root directory whose expiry has passed, and
 # those whose create was abandoned (never ready, create deadline passed),
 # using the record each sandbox leaves in <root>/.sandboxer/sandboxes. Runs
@@ -97,6 +97,9 @@ for rec in "$root"/.sandboxer/sandboxes/*.json; do
 	fi
 	# Its network subnets' reservation (composessh/networks.go), now free.
 	rm -f -- "$root/.sandboxer/networks/$id.yml"
+	# What interrupted writes of the record left beside it (records.go's
+	# removeRecord does the same).
+	rm -rf -- "$rec".tmp.*
 	rm -f -- "$rec" # last: a reaper that dies midway retries next run
 	echo "reaped $id ($why)"
 done
