@@ -47,7 +47,9 @@
 # checkpoint = 5-8; volume = 9-12; default all), SANDBOXER_BENCH_N, _M, _RUNS,
 # SANDBOXER_BENCH_CK_FILES, _CK_MIB, _VOL_FILES, _VOL_MIB, SANDBOXER_BENCH_COMPOSE (the compose
 # command on every side; default `docker compose`, v2, as on users' hosts),
-# SANDBOXER_BENCH_SSH_PORT (the benchmark's sshd, default 2298). Needs the
+# SANDBOXER_BENCH_SSH_PORT (the benchmark's sshd, default 2298),
+# SANDBOXER_BENCH_TRACE (a directory: each terraform step's provider log at
+# DEBUG, with every host command and its duration, goes there; slower). Needs the
 # harness: scripts/harness/install.sh and up.sh, as root.
 set -euo pipefail
 
@@ -101,7 +103,18 @@ work() { # $1 = name of a scratch copy of scripts/bench/apply/$2
 	cp "$REPO_ROOT/scripts/bench/apply/$2/main.tf" "$dir/"
 	printf '%s\n' "$dir"
 }
-tf() { local dir="$1"; shift; "$TERRAFORM" -chdir="$dir" "$@" -no-color >"$dir/last.log" 2>&1 || { tail -n 30 "$dir/last.log" >&2; return 1; }; }
+tf() {
+	local dir="$1"
+	shift
+	if [ -n "${SANDBOXER_BENCH_TRACE:-}" ]; then
+		# Where the time goes: the provider's per-command log of every step.
+		mkdir -p "$SANDBOXER_BENCH_TRACE"
+		TF_LOG_PROVIDER=DEBUG TF_LOG_PATH="$SANDBOXER_BENCH_TRACE/$(date +%s.%N)-$(basename "$dir")-$1.log" \
+			"$TERRAFORM" -chdir="$dir" "$@" -no-color >"$dir/last.log" 2>&1 || { tail -n 30 "$dir/last.log" >&2; return 1; }
+		return 0
+	fi
+	"$TERRAFORM" -chdir="$dir" "$@" -no-color >"$dir/last.log" 2>&1 || { tail -n 30 "$dir/last.log" >&2; return 1; }
+}
 common=(-var "address=127.0.0.1:$PORT" -var "user=$SANDBOXER_TEST_SSH_USER" -var "private_key_file=$SANDBOXER_TEST_SSH_KEY"
 	-var "known_hosts_file=$state/known_hosts" -var "root_dir=$root" -var "repo=$repo" -var "compose_command=$COMPOSE")
 re_vars=(-var "host=127.0.0.1" -var "port=$PORT" -var "user=$SANDBOXER_TEST_SSH_USER" -var "private_key_file=$SANDBOXER_TEST_SSH_KEY"
