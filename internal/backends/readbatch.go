@@ -52,6 +52,7 @@ type hostView struct {
 	records map[string][]byte // sandbox id -> its record, as read
 	names   map[string]bool   // names in the root directory
 	ext     map[string]string // extension -> its status script's output; absent when it failed
+	noRoot  bool              // the root directory does not exist (nothing else is set)
 }
 
 // batches holds the reads of T being made or recently made, by host name.
@@ -126,6 +127,12 @@ func (r *Registry) Refresh(ctx context.Context, h *hosts.Host, id string) (*Sand
 	if err != nil {
 		return nil, Status{}, err
 	}
+	if view.noRoot {
+		// A sandbox in state whose host has no root directory at all: the
+		// host block may name the wrong one; never a reason to plan its
+		// replacement.
+		return nil, Status{}, fmt.Errorf("unable to read the sandboxes of host %q: root directory %s does not exist", h.Host(), h.RootDir)
+	}
 	data, ok := view.records[id]
 	if !ok {
 		return nil, Status{}, ErrNotFound
@@ -181,14 +188,15 @@ const (
 	viewExt       = "=== ext "
 	viewExtFailed = "=== ext-failed "
 	viewNames     = "=== names"
+	viewNoRoot    = "=== no root directory"
 )
 
 // readHost reads h's view in one command.
 func (r *Registry) readHost(ctx context.Context, h *hosts.Host) (*hostView, error) {
 	var script strings.Builder
-	fmt.Fprintf(&script, `root=%s; (cd -- "$root" && pwd -P) || exit 1; `+
+	fmt.Fprintf(&script, `root=%s; [ -e "$root" ] || { printf '%s\n'; exit 0; }; (cd -- "$root" && pwd -P) || exit 1; `+
 		`for f in %s/*.json; do [ -f "$f" ] || continue; n=${f##*/}; printf '%s%%s\n' "${n%%.json}"; cat -- "$f" || exit 1; echo; done`,
-		hosts.Quote(h.RootDir), hosts.Quote(h.Path(".sandboxer", "sandboxes")), viewRecord)
+		hosts.Quote(h.RootDir), viewNoRoot, hosts.Quote(h.Path(".sandboxer", "sandboxes")), viewRecord)
 	for _, name := range slices.Sorted(maps.Keys(r.exts)) {
 		bi, ok := r.exts[name].(BatchInspector)
 		if !ok {
@@ -214,6 +222,9 @@ func (r *Registry) readHost(ctx context.Context, h *hosts.Host) (*hostView, erro
 // parseHostView splits readHost's output into its sections.
 func parseHostView(out string) (*hostView, error) {
 	root, rest, ok := strings.Cut(out, "\n")
+	if root == viewNoRoot {
+		return &hostView{noRoot: true}, nil
+	}
 	if !ok || !strings.HasPrefix(root, "/") {
 		return nil, fmt.Errorf("unable to resolve the root directory")
 	}

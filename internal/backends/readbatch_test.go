@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -100,11 +101,20 @@ func TestRefreshReadsAHostOnce(t *testing.T) {
 	var wg sync.WaitGroup
 	got := make([]backends.Status, len(ids))
 	errs := make([]error, len(ids)+1)
+	records := make([]*backends.Sandbox, len(ids))
+	recordErrs := make([]error, len(ids))
 	for i, id := range ids {
 		wg.Go(func() { _, got[i], errs[i] = fresh.Refresh(ctx, ch, id) })
+		// The record reads of snapshot plans, made with the refreshes.
+		wg.Go(func() { records[i], recordErrs[i] = fresh.Sandbox(ctx, ch, id) })
 	}
 	wg.Go(func() { _, _, errs[len(ids)] = fresh.Refresh(ctx, ch, backends.NewID()) })
 	wg.Wait()
+	for i, id := range ids {
+		if recordErrs[i] != nil || records[i].ID != id || records[i].WorkspaceDir == "" {
+			t.Errorf("Sandbox %s = %+v, %v", id, records[i], recordErrs[i])
+		}
+	}
 	for i, id := range ids {
 		if errs[i] != nil {
 			t.Fatalf("Refresh %s: %v", id, errs[i])
@@ -122,7 +132,7 @@ func TestRefreshReadsAHostOnce(t *testing.T) {
 		t.Errorf("Refresh of an unknown sandbox: %v, want ErrNotFound", errs[len(ids)])
 	}
 	if n := c.n.Load(); n != 1 {
-		t.Errorf("%d refreshes of one host ran %d commands, want 1", len(ids)+1, n)
+		t.Errorf("%d refreshes and %d record reads of one host ran %d commands, want 1", len(ids)+1, len(ids), n)
 	}
 
 	// A change made through the registry is seen by the next refresh.
@@ -131,6 +141,28 @@ func TestRefreshReadsAHostOnce(t *testing.T) {
 	}
 	if _, _, err := fresh.Refresh(ctx, ch, ids[0]); err != backends.ErrNotFound {
 		t.Errorf("Refresh after Destroy: %v, want ErrNotFound", err)
+	}
+}
+
+// A host whose root directory does not exist holds no sandbox for the
+// reads that look for one (Sandbox, the inventory), but a refresh of a
+// sandbox in state says so instead of reporting it gone: a host block
+// naming the wrong root directory must not plan replacements.
+func TestHostWithoutRootDirectory(t *testing.T) {
+	h := &hosts.Host{Transport: &hosts.Local{Name: "local"}, RootDir: t.TempDir() + "/never-made", Local: true}
+	reg := backends.NewRegistry(vmattach.New())
+	id := backends.NewID()
+	if _, err := reg.Sandbox(t.Context(), h, id); !errors.Is(err, backends.ErrNotFound) {
+		t.Errorf("Sandbox: %v, want ErrNotFound", err)
+	}
+	if list, err := reg.Sandboxes(t.Context(), h); err != nil || len(list) != 0 {
+		t.Errorf("Sandboxes: %v, %v; want none", list, err)
+	}
+	if _, _, err := reg.Refresh(t.Context(), h, id); err == nil || errors.Is(err, backends.ErrNotFound) || !strings.Contains(err.Error(), "does not exist") {
+		t.Errorf("Refresh: %v, want an error saying the root directory does not exist", err)
+	}
+	if _, err := os.Stat(h.RootDir); !os.IsNotExist(err) {
+		t.Errorf("the reads made the root directory: %v", err)
 	}
 }
 

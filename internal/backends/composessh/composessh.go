@@ -120,26 +120,40 @@ func composeFile(inputs map[string]string) (string, error) {
 	return "", fmt.Errorf("input repo: no compose file in %s (looked for %s)", repo, strings.Join(candidates, ", "))
 }
 
-// findComposeFile looks for the compose file in a workspace on the host.
-func findComposeFile(ctx context.Context, h *hosts.Host, ws, name string) (string, error) {
+// restoredProject finds the compose file in a workspace restored from a
+// snapshot (only the host has it) and resolves the project it describes
+// (`compose config`), in one command: sb.ComposeFile is set to the file
+// found, and the resolved project is returned.
+func restoredProject(ctx context.Context, h *hosts.Host, sb *backends.Sandbox, compose []string, name string) ([]byte, error) {
 	candidates := defaultComposeFiles
 	if name != "" {
 		if err := safepath.Relative(name); err != nil {
-			return "", fmt.Errorf("input compose_file: %w", err)
+			return nil, fmt.Errorf("input compose_file: %w", err)
 		}
 		candidates = []string{name}
 	}
 	var script strings.Builder
 	for _, f := range candidates {
-		fmt.Fprintf(&script, "if test -f %s; then echo %s; exit 0; fi\n", hosts.Quote(ws+"/"+f), hosts.Quote(f))
+		try := *sb
+		try.ComposeFile = f
+		fmt.Fprintf(&script, "if test -f %s; then echo %s; %s; exit $?; fi\n",
+			hosts.Quote(sb.WorkspaceDir+"/"+f), hosts.Quote(f), inWorkspace(&try, compose, "config"))
 	}
-	script.WriteString("exit 3\n")
+	fmt.Fprintf(&script, "exit %d\n", noComposeFileExit)
 	out, err := hosts.Output(ctx, h, script.String())
-	if hosts.IsExitCode(err, 3) {
-		return "", fmt.Errorf("no compose file in the restored workspace (looked for %s)", strings.Join(candidates, ", "))
+	if hosts.IsExitCode(err, noComposeFileExit) && len(out) == 0 {
+		return nil, fmt.Errorf("no compose file in the restored workspace (looked for %s)", strings.Join(candidates, ", "))
 	}
-	return strings.TrimSpace(string(out)), err
+	file, project, _ := bytes.Cut(out, []byte("\n"))
+	sb.ComposeFile = string(file)
+	if err != nil {
+		return nil, fmt.Errorf("compose file %s is not valid: %w", sb.ComposeFile, err)
+	}
+	return project, nil
 }
+
+// noComposeFileExit is restoredProject's exit status for "no compose file".
+const noComposeFileExit = 93
 
 // compose returns the compose argv for a host, detecting it once per host.
 func (e *Extension) compose(ctx context.Context, h *hosts.Host) ([]string, error) {
@@ -236,6 +250,9 @@ func (e *Extension) Provision(ctx context.Context, req backends.Request) (*backe
 			return nil, err
 		}
 	}
+	if fromSnapshot || len(networks) > 0 {
+		e.prefetch(ctx, req.Host, engine(compose))
+	}
 	if err := backends.MakeWorkspace(ctx, req, sb); errors.Is(err, backends.ErrWorkspaceExists) {
 		return nil, err // not this sandbox's: nothing of it is removed
 	} else if err != nil {
@@ -247,15 +264,10 @@ func (e *Extension) Provision(ctx context.Context, req backends.Request) (*backe
 		}
 	}
 	if fromSnapshot {
-		if sb.ComposeFile, err = findComposeFile(ctx, req.Host, ws, req.Inputs["compose_file"]); err != nil {
-			return fail(err)
-		}
-	}
-	if fromSnapshot {
 		// The compose file came from the snapshot: only the host has it.
-		out, err := hosts.Output(ctx, req.Host, inWorkspace(sb, compose, "config"))
+		out, err := restoredProject(ctx, req.Host, sb, compose, req.Inputs["compose_file"])
 		if err != nil {
-			return fail(fmt.Errorf("compose file %s is not valid: %w", sb.ComposeFile, err))
+			return fail(err)
 		}
 		if sb.Services, networks, err = projectFromHost(out); err != nil {
 			return fail(fmt.Errorf("compose file %s: reading the resolved project: %w", sb.ComposeFile, err))

@@ -106,6 +106,29 @@ func (e *Extension) pool(h *hosts.Host) *networkPool {
 	return p
 }
 
+// prefetch lists the subnets in use on h in the background when this
+// process has not listed them yet and no one else is at it: the listing
+// needs nothing a create makes, so it runs while the workspace is made and
+// filled, and the create's network choice (chooseNetworks, which waits for
+// the pool's lock) finds the answer there. A listing that fails is left to
+// chooseNetworks to make again.
+func (e *Extension) prefetch(ctx context.Context, h *hosts.Host, engine string) {
+	pool := e.pool(h)
+	if !pool.mu.TryLock() {
+		return // a listing or a choice is under way: it serves this create too
+	}
+	if pool.listed {
+		pool.mu.Unlock()
+		return
+	}
+	go func() {
+		defer pool.mu.Unlock()
+		if out, err := hosts.Output(ctx, h, takenScript(h, engine)); err == nil {
+			pool.hostTaken, pool.listed = parseTaken(string(out)), true
+		}
+	}()
+}
+
 // overrideFor is the absolute path of a sandbox's network override (and
 // reservation): compose reads it after `cd` into the workspace, and a root
 // dir may be relative to the SSH user's home. The workspace of a compose
