@@ -126,25 +126,6 @@ func (r *Registry) Snapshotter(profile, extension string) (Snapshotter, error) {
 	return s, nil
 }
 
-// Sandbox reads a sandbox's record (ErrNotFound when the host has none)
-// from the host view shared with the reads made together with it: a plan's
-// refreshes and the plans of the snapshots of its sandboxes, or an apply's
-// last plan of a resource and its create, cost one command per host.
-func (r *Registry) Sandbox(ctx context.Context, h *hosts.Host, id string) (*Sandbox, error) {
-	if err := CheckID(id); err != nil {
-		return nil, err
-	}
-	view, err := r.view(ctx, h)
-	if err != nil {
-		return nil, err
-	}
-	data, ok := view.records[id]
-	if !ok {
-		return nil, ErrNotFound
-	}
-	return decodeRecord(h, id, data, view.root)
-}
-
 // Snapshot captures a sandbox's workspace on its host. The sandbox keeps
 // running; with quiesce "pause" its services are paused for the capture and
 // always unpaused after, also when the capture fails.

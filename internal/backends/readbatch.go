@@ -104,17 +104,83 @@ func (b *batches[T]) get(ctx context.Context, host string, read func() (T, error
 	}
 }
 
-// forget drops host's value.
-func (b *batches[T]) forget(host string) {
+// recent returns host's value when a read of it is in flight (waited for)
+// or finished within readBatchWindow; ok is false when there is none.
+func (b *batches[T]) recent(ctx context.Context, host string) (val T, ok bool, err error) {
 	b.mu.Lock()
-	delete(b.hosts, host)
+	p := b.hosts[host]
+	if p != nil {
+		select {
+		case <-p.done:
+			if time.Since(p.finished) > readBatchWindow {
+				p = nil
+			}
+		default:
+		}
+	}
+	b.mu.Unlock()
+	if p == nil {
+		return val, false, nil
+	}
+	select {
+	case <-p.done:
+		return p.val, true, p.err
+	case <-ctx.Done():
+		return val, false, ctx.Err()
+	}
+}
+
+// forget drops the values of the keys match accepts.
+func (b *batches[T]) forget(match func(key string) bool) {
+	b.mu.Lock()
+	maps.DeleteFunc(b.hosts, func(key string, _ *pending[T]) bool { return match(key) })
 	b.mu.Unlock()
 }
 
-// forget drops h's views: called after anything this registry changes on h.
+// forget drops h's views and records: called after anything this registry
+// changes on h.
 func (r *Registry) forget(h *hosts.Host) {
-	r.reads.forget(h.Host())
-	r.snapReads.forget(h.Host())
+	host := h.Host()
+	r.reads.forget(func(key string) bool { return key == host })
+	r.snapReads.forget(func(key string) bool { return key == host })
+	r.recordReads.forget(func(key string) bool { return strings.HasPrefix(key, host+"\x00") })
+}
+
+// recordRead is one record as read with the resolved root directory.
+type recordRead struct {
+	root string
+	data []byte
+}
+
+// Sandbox reads a sandbox's record (ErrNotFound when the host has none).
+// Lookups are answered with the reads made together with them: from the
+// host view when one is being read or was just read (a plan's refreshes,
+// then the plans of the snapshots that locate their sandboxes), else from
+// one read of the record shared by the lookups of the same sandbox (an
+// apply's last plan of a snapshot, then its create).
+func (r *Registry) Sandbox(ctx context.Context, h *hosts.Host, id string) (*Sandbox, error) {
+	if err := CheckID(id); err != nil {
+		return nil, err
+	}
+	view, ok, err := r.reads.recent(ctx, h.Host())
+	if ok && err == nil && !view.noRoot {
+		data, found := view.records[id]
+		if !found {
+			return nil, ErrNotFound
+		}
+		return decodeRecord(h, id, data, view.root)
+	}
+	rec, err := r.recordReads.get(ctx, h.Host()+"\x00"+id, func() (*recordRead, error) {
+		root, data, err := readRecordData(ctx, h, id)
+		if err != nil {
+			return nil, err
+		}
+		return &recordRead{root: root, data: data}, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return decodeRecord(h, id, rec.data, rec.root)
 }
 
 // Refresh is Get for a refresh: the same sandbox and status, answered from

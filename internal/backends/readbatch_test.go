@@ -101,19 +101,20 @@ func TestRefreshReadsAHostOnce(t *testing.T) {
 	var wg sync.WaitGroup
 	got := make([]backends.Status, len(ids))
 	errs := make([]error, len(ids)+1)
-	records := make([]*backends.Sandbox, len(ids))
-	recordErrs := make([]error, len(ids))
 	for i, id := range ids {
 		wg.Go(func() { _, got[i], errs[i] = fresh.Refresh(ctx, ch, id) })
-		// The record reads of snapshot plans, made with the refreshes.
-		wg.Go(func() { records[i], recordErrs[i] = fresh.Sandbox(ctx, ch, id) })
 	}
 	wg.Go(func() { _, _, errs[len(ids)] = fresh.Refresh(ctx, ch, backends.NewID()) })
 	wg.Wait()
-	for i, id := range ids {
-		if recordErrs[i] != nil || records[i].ID != id || records[i].WorkspaceDir == "" {
-			t.Errorf("Sandbox %s = %+v, %v", id, records[i], recordErrs[i])
+	// The lookups of the plans that follow the refreshes (a snapshot's
+	// plan locating its sandbox) are answered from the same view.
+	for _, id := range ids {
+		if sb, err := fresh.Sandbox(ctx, ch, id); err != nil || sb.ID != id || sb.WorkspaceDir == "" {
+			t.Errorf("Sandbox %s = %+v, %v", id, sb, err)
 		}
+	}
+	if _, err := fresh.Sandbox(ctx, ch, backends.NewID()); err != backends.ErrNotFound {
+		t.Errorf("Sandbox of an unknown sandbox: %v, want ErrNotFound", err)
 	}
 	for i, id := range ids {
 		if errs[i] != nil {
@@ -163,6 +164,37 @@ func TestHostWithoutRootDirectory(t *testing.T) {
 	}
 	if _, err := os.Stat(h.RootDir); !os.IsNotExist(err) {
 		t.Errorf("the reads made the root directory: %v", err)
+	}
+}
+
+// Lookups of one sandbox made together (an apply's last plan of a snapshot,
+// then its create) share one read of its record; a change the registry
+// makes on the host drops it.
+func TestSandboxLookupsShareARead(t *testing.T) {
+	ctx := t.Context()
+	h := &hosts.Host{Transport: &hosts.Local{Name: "local"}, RootDir: t.TempDir(), Local: true}
+	reg := backends.NewRegistry(vmattach.New())
+	sb, err := reg.Create(ctx, backends.Request{ID: backends.NewID(), Profile: profile(t, "profile.workspace"), Host: h})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &counting{Transport: h.Transport}
+	ch := &hosts.Host{Transport: c, RootDir: h.RootDir, Local: true}
+	for range 3 {
+		got, err := reg.Sandbox(ctx, ch, sb.ID)
+		if err != nil || got.ID != sb.ID || got.WorkspaceDir != sb.WorkspaceDir {
+			t.Fatalf("Sandbox = %+v, %v", got, err)
+		}
+		got.WorkspaceDir = "changed by a caller" // each caller has its own copy
+	}
+	if n := c.n.Load(); n != 1 {
+		t.Errorf("three lookups ran %d commands, want 1", n)
+	}
+	if err := reg.Destroy(ctx, ch, sb.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := reg.Sandbox(ctx, ch, sb.ID); !errors.Is(err, backends.ErrNotFound) {
+		t.Errorf("Sandbox after Destroy: %v, want ErrNotFound", err)
 	}
 }
 

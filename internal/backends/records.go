@@ -40,20 +40,30 @@ func writeRecord(ctx context.Context, h *hosts.Host, sb *Sandbox) error {
 // so the check costs no extra round trip even when root_dir is relative to
 // the SSH user's home.
 func readRecord(ctx context.Context, h *hosts.Host, id string) (*Sandbox, error) {
+	root, data, err := readRecordData(ctx, h, id)
+	if err != nil {
+		return nil, err
+	}
+	return decodeRecord(h, id, data, root)
+}
+
+// readRecordData reads record <id>.json of h as it is, with the resolved
+// root directory (ErrNotFound when the host has no such record).
+func readRecordData(ctx context.Context, h *hosts.Host, id string) (root string, data []byte, err error) {
 	p := recordPath(h, id)
 	out, err := hosts.Output(ctx, h, fmt.Sprintf("[ -f %[1]s ] || exit %[2]d; (cd -- %[3]s && pwd -P) || exit 1; cat -- %[1]s",
 		hosts.Quote(p), recordMissingExit, hosts.Quote(h.RootDir)))
 	if hosts.IsExitCode(err, recordMissingExit) {
-		return nil, ErrNotFound
+		return "", nil, ErrNotFound
 	}
 	if err != nil {
-		return nil, err
+		return "", nil, err
 	}
-	root, data, ok := bytes.Cut(out, []byte("\n"))
+	r, data, ok := bytes.Cut(out, []byte("\n"))
 	if !ok {
-		return nil, fmt.Errorf("host %q: unable to resolve root directory %s", h.Host(), h.RootDir)
+		return "", nil, fmt.Errorf("host %q: unable to resolve root directory %s", h.Host(), h.RootDir)
 	}
-	return decodeRecord(h, id, data, string(root))
+	return string(r), data, nil
 }
 
 // decodeRecord decodes record <id>.json of h, read together with the

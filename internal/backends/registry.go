@@ -27,6 +27,7 @@ type Registry struct {
 	reapers        sync.Map                  // host name -> struct{}: reaper installed or removed by this process
 	reads          batches[*hostView]        // host views shared by refreshes (readbatch.go)
 	snapReads      batches[*agent.Manifests] // store manifests shared by snapshot refreshes
+	recordReads    batches[*recordRead]      // single records shared by lookups, by host and id
 }
 
 // NewRegistry returns a registry of the given extensions.
