@@ -55,11 +55,12 @@ type hostView struct {
 	noRoot  bool              // the root directory does not exist (nothing else is set)
 }
 
-// batches holds the reads of T being made or recently made, by host name.
-// Its zero value is ready to use.
+// batches holds the reads of T being made or recently made, by key (a host
+// name; a host name, NUL and a sandbox id for single records). Its zero
+// value is ready to use.
 type batches[T any] struct {
-	mu    sync.Mutex
-	hosts map[string]*pending[T]
+	mu   sync.Mutex
+	keys map[string]*pending[T]
 }
 
 type pending[T any] struct {
@@ -69,11 +70,11 @@ type pending[T any] struct {
 	finished time.Time // when done was closed
 }
 
-// get returns host's value: a read in flight is waited for, one finished
+// get returns key's value: a read in flight is waited for, one finished
 // within readBatchWindow is reused, otherwise this caller reads it.
-func (b *batches[T]) get(ctx context.Context, host string, read func() (T, error)) (T, error) {
+func (b *batches[T]) get(ctx context.Context, key string, read func() (T, error)) (T, error) {
 	b.mu.Lock()
-	p := b.hosts[host]
+	p := b.keys[key]
 	lead := p == nil
 	if p != nil {
 		select {
@@ -84,10 +85,10 @@ func (b *batches[T]) get(ctx context.Context, host string, read func() (T, error
 	}
 	if lead {
 		p = &pending[T]{done: make(chan struct{})}
-		if b.hosts == nil {
-			b.hosts = map[string]*pending[T]{}
+		if b.keys == nil {
+			b.keys = map[string]*pending[T]{}
 		}
-		b.hosts[host] = p
+		b.keys[key] = p
 	}
 	b.mu.Unlock()
 	if lead {
@@ -104,11 +105,11 @@ func (b *batches[T]) get(ctx context.Context, host string, read func() (T, error
 	}
 }
 
-// recent returns host's value when a read of it is in flight (waited for)
+// recent returns key's value when a read of it is in flight (waited for)
 // or finished within readBatchWindow; ok is false when there is none.
-func (b *batches[T]) recent(ctx context.Context, host string) (val T, ok bool, err error) {
+func (b *batches[T]) recent(ctx context.Context, key string) (val T, ok bool, err error) {
 	b.mu.Lock()
-	p := b.hosts[host]
+	p := b.keys[key]
 	if p != nil {
 		select {
 		case <-p.done:
@@ -133,7 +134,7 @@ func (b *batches[T]) recent(ctx context.Context, host string) (val T, ok bool, e
 // forget drops the values of the keys match accepts.
 func (b *batches[T]) forget(match func(key string) bool) {
 	b.mu.Lock()
-	maps.DeleteFunc(b.hosts, func(key string, _ *pending[T]) bool { return match(key) })
+	maps.DeleteFunc(b.keys, func(key string, _ *pending[T]) bool { return match(key) })
 	b.mu.Unlock()
 }
 
