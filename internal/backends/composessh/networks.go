@@ -149,10 +149,18 @@ func overridePath(h *hosts.Host, sb *backends.Sandbox) string {
 // takenScript prints every subnet in use on the host: the reservations of
 // this root's sandboxes (their override files) and those of all docker
 // networks, one per line. Networks of other roots or made by hand count too.
+// A network removed between the listing and the inspection (another
+// sandbox's teardown) fails the inspection of all of them: the pair is
+// tried again, and only a third failure in a row is the command's.
 func takenScript(h *hosts.Host, engine string) string {
 	dir := hosts.Quote(h.Path(".sandboxer", "networks"))
 	return fmt.Sprintf(`for f in %[1]s/*.yml; do [ -f "$f" ] && sed -n 's/^ *- subnet: *//p' "$f"; done
-ids=$(%[2]s network ls -q); if [ -n "$ids" ]; then %[2]s network inspect --format '{{range .IPAM.Config}}{{println .Subnet}}{{end}}' $ids; fi
+for try in 1 2 3; do
+  ids=$(%[2]s network ls -q) || exit 1
+  [ -z "$ids" ] && exit 0
+  { err=$(%[2]s network inspect --format '{{range .IPAM.Config}}{{println .Subnet}}{{end}}' $ids 2>&1 1>&3) && exit 0; } 3>&1
+done
+printf '%%s\n' "$err" >&2; exit 1
 `, dir, engine)
 }
 
