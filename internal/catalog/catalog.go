@@ -37,7 +37,7 @@ type Profile struct {
 	Version     string            `yaml:"version"`
 	Description string            `yaml:"description"`
 	Extension   string            `yaml:"extension"`
-	Placement   []string          `yaml:"placement"` // host names, in order of preference
+	Placement   []string          `yaml:"placement"` // host or pool names, in order of preference
 	TTL         string            `yaml:"ttl"`       // default lifetime, e.g. "2h"
 	Inputs      []Input           `yaml:"inputs"`
 	Settings    map[string]string `yaml:"settings"` // extension-specific knobs

@@ -61,3 +61,40 @@ func TestRouting(t *testing.T) {
 		}
 	}
 }
+
+// Pools: the host_pool argument, or a placement entry naming a pool, leave
+// the host to be chosen at create; a host argument or the default host wins.
+func TestRoutingToPools(t *testing.T) {
+	c, err := Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	get := func(n string) *Profile { p, _ := c.Get(n); return p }
+	isPool := func(name string) func(string) bool { return func(p string) bool { return p == name } }
+	cases := []struct {
+		name, profile string
+		req           RouteRequest
+		host, pool    string
+		reason, err   string
+	}{
+		{"host_pool", "profile.compose-e2e", RouteRequest{Pool: "ci"}, "", "ci", "", ""},
+		{"host wins over host_pool", "profile.compose-e2e", RouteRequest{Host: "b1", Pool: "ci"}, "b1", "", "", ""},
+		{"host_pool wins over the default host", "profile.compose-e2e", RouteRequest{Pool: "ci", DefaultHost: "b1"}, "", "ci", "", ""},
+		{"a placement entry naming a pool", "profile.burst-sandbox", RouteRequest{TTL: time.Hour, Credits: credits(0), DeclaredPool: isPool("burst")},
+			"", "burst", `routed to the fallback ext.compose-ssh on pool "burst"`, ""},
+		{"a metered profile asked for a pool", "profile.saas-stub", RouteRequest{Pool: "ci", TTL: time.Hour, Credits: credits(5)}, "", "", "", `pool "ci" was asked for, and the profile has no fallback`},
+		{"its fallback goes to the pool", "profile.burst-sandbox", RouteRequest{Pool: "ci", TTL: time.Hour, Credits: credits(5)}, "", "ci", `pool "ci" was asked for`, ""},
+	}
+	for _, tc := range cases {
+		r, err := c.Route(get(tc.profile), tc.req)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%s: want error %q, got %+v %v", tc.name, tc.err, r, err)
+			}
+			continue
+		}
+		if err != nil || r.Host != tc.host || r.Pool != tc.pool || !strings.Contains(r.Reason, tc.reason) {
+			t.Errorf("%s: got %+v %v", tc.name, r, err)
+		}
+	}
+}

@@ -149,7 +149,7 @@ func (l *SandboxListResource) result(ctx context.Context, req list.ListRequest, 
 		return r
 	}
 	m := sandboxModel{Host: host, ID: id, Inputs: types.MapNull(types.StringType), Env: types.MapNull(types.StringType),
-		EnvWO: types.MapNull(types.StringType), Labels: types.MapNull(types.StringType), TTL: types.StringNull()}
+		EnvWO: types.MapNull(types.StringType), Labels: types.MapNull(types.StringType), HostLabels: types.MapNull(types.StringType), TTL: types.StringNull()}
 	m.Timeouts = nullTimeouts(ctx, req, &r.Diagnostics)
 	r.Diagnostics.Append(m.fromBackend(ctx, sb, info.Status)...)
 	r.Diagnostics.Append(r.Resource.Set(ctx, &m)...)

@@ -60,6 +60,7 @@ type providerModel struct {
 	EventsSecret   types.String `tfsdk:"events_secret"`
 	Actor          types.String `tfsdk:"actor"`
 	Hosts          []hostModel  `tfsdk:"host"`
+	Pools          []poolModel  `tfsdk:"pool"`
 }
 
 type hostModel struct {
@@ -69,6 +70,10 @@ type hostModel struct {
 	Reaper  types.Bool   `tfsdk:"reaper"`
 	// NetworkPool is read by Configure for ext.compose-ssh.
 	NetworkPool types.String `tfsdk:"network_pool"`
+	// Pool, MaxSandboxes and Labels place sandboxes (pools.go).
+	Pool         types.String `tfsdk:"pool"`
+	MaxSandboxes types.Int64  `tfsdk:"max_sandboxes"`
+	Labels       types.Map    `tfsdk:"labels"`
 	sshModel
 	Bastion *sshModel `tfsdk:"bastion"`
 }
@@ -88,6 +93,7 @@ type sshModel struct {
 // providerData is what resources and data sources receive in Configure.
 type providerData struct {
 	hosts       map[string]*hosts.Host
+	placer      *placer // host pools
 	defaultHost string
 	catalog     *catalog.Catalog
 	registry    *backends.Registry
@@ -182,6 +188,13 @@ func (p *SandboxerProvider) Schema(_ context.Context, _ provider.SchemaRequest, 
 			"the ~30 networks dockerd's default address pools allow. Default `" + composessh.DefaultNetworkPool.String() + "`, " +
 			"outside docker's own pools; pick another if it overlaps a network the host reaches. A compose file's own subnets " +
 			"and external networks are left alone."}
+	hostAttrs["pool"] = schema.StringAttribute{Optional: true,
+		MarkdownDescription: "Host pool this host belongs to: sandboxes with `host_pool` (or a profile placing them in the pool) " +
+			"go to the pool's host with the most headroom when they are created. Not to be confused with `network_pool`."}
+	hostAttrs["max_sandboxes"] = schema.Int64Attribute{Optional: true,
+		MarkdownDescription: "Most sandboxes (records in `root_dir`) pool placement puts on this host. Unset: no limit."}
+	hostAttrs["labels"] = schema.MapAttribute{Optional: true, ElementType: types.StringType,
+		MarkdownDescription: "Labels pool placement matches against a sandbox's `host_labels`, e.g. `{ gpu = \"true\" }`."}
 	hostAttrs["root_dir"] = schema.StringAttribute{Optional: true,
 		MarkdownDescription: "Directory on the host under which sandboxes, their records and the checkpoint store live. " +
 			"Default `~/.local/share/sandboxer` for local hosts and `sandboxer` (in the SSH user's home) for SSH hosts."}
@@ -220,6 +233,16 @@ func (p *SandboxerProvider) Schema(_ context.Context, _ provider.SchemaRequest, 
 							MarkdownDescription: "Jump host the SSH connection goes through.",
 							Attributes:          sshAttributes(),
 						},
+					},
+				},
+			},
+			"pool": schema.ListNestedBlock{
+				MarkdownDescription: "Settings of a host pool (the hosts whose `pool` names it). A pool needs no block of its own.",
+				NestedObject: schema.NestedBlockObject{
+					Attributes: map[string]schema.Attribute{
+						"name": schema.StringAttribute{Required: true, MarkdownDescription: "The pool's name, as host blocks' `pool` give it."},
+						"min_free_memory_mb": schema.Int64Attribute{Optional: true,
+							MarkdownDescription: "Hosts with less memory available (`MemAvailable`) than this many MB count as full."},
 					},
 				},
 			},
@@ -278,6 +301,7 @@ func (p *SandboxerProvider) Configure(ctx context.Context, req provider.Configur
 			compose.NetworkPools[name] = prefix.Masked()
 		}
 	}
+	configurePools(&cfg, data, &resp.Diagnostics)
 	if data.defaultHost != "" {
 		if _, err := data.host(data.defaultHost); err != nil {
 			resp.Diagnostics.AddAttributeError(path.Root("default_host"), "Unknown Default Host", err.Error())

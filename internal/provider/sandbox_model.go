@@ -17,6 +17,8 @@ type sandboxModel struct {
 	ID               types.String   `tfsdk:"id"`
 	Profile          types.String   `tfsdk:"profile"`
 	Host             types.String   `tfsdk:"host"`
+	HostPool         types.String   `tfsdk:"host_pool"`
+	HostLabels       types.Map      `tfsdk:"host_labels"`
 	Inputs           types.Map      `tfsdk:"inputs"`
 	Env              types.Map      `tfsdk:"env"`
 	EnvWO            types.Map      `tfsdk:"env_wo"` // write-only: always null here but in the config

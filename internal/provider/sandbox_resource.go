@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
+	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
@@ -18,6 +19,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/mapplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
@@ -73,9 +75,18 @@ func (r *SandboxResource) Schema(ctx context.Context, _ resource.SchemaRequest, 
 				// Replacement on a host change is decided in ModifyPlan, after the
 				// placement rule has filled in an unset host.
 				PlanModifiers: stable,
-				MarkdownDescription: "Host (a `host` block of the provider, or `local`). Default: the provider's `default_host` " +
-					"(env `SANDBOXER_HOST`), else the profile's first placement host the provider declares, else `local`; " +
-					"metered profiles run on `local`. Known at plan time."},
+				MarkdownDescription: "Host (a `host` block of the provider, or `local`). Default: the pool host chosen for `host_pool`, " +
+					"else the provider's `default_host` (env `SANDBOXER_HOST`), else the profile's first placement entry the provider " +
+					"declares (a host, or a pool), else `local`; metered profiles run on `local`. Known at plan time, except when a " +
+					"pool chooses it: then at create."},
+			"host_pool": schema.StringAttribute{Optional: true,
+				Validators: []validator.String{stringvalidator.ConflictsWith(path.MatchRoot("host"))},
+				MarkdownDescription: "Host pool (host blocks with this `pool`) to place the sandbox in: on create, the host with the most " +
+					"headroom (free sandbox slots, memory, CPU, disk; read live, counting what the same run placed), ties by name. " +
+					"The plan checks the pool is not full and warns about hosts it had to skip. An existing sandbox never moves; " +
+					"a replacement is placed again."},
+			"host_labels": schema.MapAttribute{Optional: true, ElementType: types.StringType,
+				MarkdownDescription: "Labels a pool host must carry (its `labels`) to be chosen."},
 			"inputs": schema.MapAttribute{Optional: true, ElementType: types.StringType,
 				PlanModifiers:       []planmodifier.Map{mapplanmodifier.RequiresReplace()},
 				MarkdownDescription: "Inputs the profile declares, e.g. `repo`: a local directory copied into the workspace. Values are never interpreted by a shell."},
@@ -163,9 +174,10 @@ func (r *SandboxResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 	var configHost, configTTL types.String
 	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("host"), &configHost)...)
 	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("ttl"), &configTTL)...)
-	if configHost.IsUnknown() || configTTL.IsUnknown() {
+	if configHost.IsUnknown() || configTTL.IsUnknown() || plan.HostPool.IsUnknown() || plan.HostLabels.IsUnknown() {
 		return
 	}
+	poolLabels := stringMap(ctx, plan.HostLabels, &resp.Diagnostics)
 
 	// The lifetime: the ttl argument, else the profile's.
 	ttl := profile.TTLDuration()
@@ -191,10 +203,9 @@ func (r *SandboxResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 		if ok {
 			credits = &avail
 		}
-		route, err := r.data.catalog.Route(profile, catalog.RouteRequest{
-			Host: configHost.ValueString(), DefaultHost: r.data.defaultHost, TTL: ttl, Credits: credits,
-			Declared: func(h string) bool { _, ok := r.data.hosts[h]; return ok },
-		})
+		rr := r.placementRequest(configHost, plan.HostPool)
+		rr.TTL, rr.Credits = ttl, credits
+		route, err := r.data.catalog.Route(profile, rr)
 		if err != nil {
 			resp.Diagnostics.AddAttributeError(path.Root("profile"), "Unable to Place Sandbox", err.Error())
 			return
@@ -204,6 +215,9 @@ func (r *SandboxResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 		}
 		plan.Extension = types.StringValue(route.Extension)
 		plan.Host = types.StringValue(route.Host)
+		if route.Pool != "" {
+			plan.Host = r.planPool(ctx, route.Pool, poolLabels, &resp.Diagnostics)
+		}
 		plan.EstimatedCostUSD = types.Float64Null()
 		if route.Metered {
 			plan.EstimatedCostUSD = types.Float64Value(route.QuoteUSD)
@@ -228,7 +242,9 @@ func (r *SandboxResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 			resp.RequiresReplace = append(resp.RequiresReplace, path.Root("host"))
 		}
 	}
-	if _, err := r.data.host(plan.Host.ValueString()); err != nil {
+	if plan.Host.IsUnknown() {
+		// Chosen from a pool at create; the pool was checked above.
+	} else if _, err := r.data.host(plan.Host.ValueString()); err != nil {
 		resp.Diagnostics.AddAttributeError(path.Root("host"), "Unknown Host", err.Error())
 	}
 	ext, err := r.data.registry.Extension(plan.Extension.ValueString())
@@ -300,6 +316,12 @@ func (r *SandboxResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 		}
 	}
 	replacing := state == nil || len(resp.RequiresReplace) > 0
+	if state != nil && replacing && configHost.IsNull() {
+		// A replacement is placed again; the sandbox it replaces never moved.
+		if _, pool := catalog.Place(profile, r.placementRequest(configHost, plan.HostPool)); pool != "" {
+			plan.Host = r.planPool(ctx, pool, poolLabels, &resp.Diagnostics)
+		}
+	}
 	if replacing {
 		plan.Status = types.StringValue(backends.StatusReady)
 		plan.Services = plannedServiceList(plannedServices)
@@ -310,6 +332,31 @@ func (r *SandboxResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 		plan.Services = state.Services
 	}
 	resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
+}
+
+// placementRequest is what routing needs to know where a sandbox goes.
+func (r *SandboxResource) placementRequest(configHost, hostPool types.String) catalog.RouteRequest {
+	return catalog.RouteRequest{
+		Host: configHost.ValueString(), Pool: hostPool.ValueString(), DefaultHost: r.data.defaultHost,
+		Declared:     func(h string) bool { _, ok := r.data.hosts[h]; return ok },
+		DeclaredPool: func(p string) bool { _, ok := r.data.placer.pools[p]; return ok },
+	}
+}
+
+// planPool checks that pool can take the sandbox (counting what this plan
+// placed before it) and returns the host as planned: unknown, chosen at
+// create (pools.go says why). Hosts that had to be skipped are warnings.
+func (r *SandboxResource) planPool(ctx context.Context, pool string, labels map[string]string, diags *diag.Diagnostics) types.String {
+	placement, err := r.data.place(ctx, pool, labels, false)
+	if err != nil {
+		diags.AddAttributeError(path.Root("host_pool"), "Unable to Place Sandbox", err.Error())
+		return types.StringUnknown()
+	}
+	for _, s := range placement.Skipped {
+		diags.AddAttributeWarning(path.Root("host_pool"), "Pool Host Skipped",
+			fmt.Sprintf("pool %q: host %q was skipped: %s", pool, s.Host, s.Reason))
+	}
+	return types.StringUnknown()
 }
 
 func (r *SandboxResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
@@ -326,13 +373,24 @@ func (r *SandboxResource) Create(ctx context.Context, req resource.CreateRequest
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
-	hostName := plan.Host.ValueString()
-	h, err := r.data.host(hostName)
+	profile, err := r.data.catalog.Get(plan.Profile.ValueString())
 	if err != nil {
 		resp.Diagnostics.AddError("Unable to Create Sandbox", err.Error())
 		return
 	}
-	profile, err := r.data.catalog.Get(plan.Profile.ValueString())
+	if plan.Host.IsUnknown() {
+		// Placed in a pool now, with what this apply has placed counted.
+		_, pool := catalog.Place(profile, r.placementRequest(types.StringNull(), plan.HostPool))
+		placement, err := r.data.place(ctx, pool, stringMap(ctx, plan.HostLabels, &resp.Diagnostics), true)
+		if err != nil {
+			resp.Diagnostics.AddAttributeError(path.Root("host_pool"), "Unable to Place Sandbox", err.Error())
+			return
+		}
+		tflog.Info(ctx, "placed in pool", map[string]any{"pool": pool, "host": placement.Host, "headroom": placement.Headroom})
+		plan.Host = types.StringValue(placement.Host)
+	}
+	hostName := plan.Host.ValueString()
+	h, err := r.data.host(hostName)
 	if err != nil {
 		resp.Diagnostics.AddError("Unable to Create Sandbox", err.Error())
 		return

@@ -1,0 +1,188 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/backends"
+)
+
+// Host pools (backends/placement.go decides). A sandbox whose host comes
+// from a pool is planned with its host unknown and placed when it is
+// created: Terraform plans every resource again in the apply's own
+// provider process and refuses a value known at plan that differs then,
+// and live capacity changes between the two (by the apply's own creates
+// first of all), while sandboxes of a count with the same arguments cannot
+// be told apart to give each the host it was shown. What the plan can
+// promise it checks: the pool exists and is not full, counting what this
+// plan places, with a warning for each host it had to skip.
+//
+// Each provider process (a plan, an apply) reads the capacity of a pool's
+// hosts once, in parallel, the first time it needs them, before any of its
+// creates; it then counts what it places itself. So the plan's full-pool
+// check gives the apply's plan the same answer, and the creates of one
+// apply spread over the pool.
+
+// capacityReadTimeout bounds the read of a pool host's capacity (dial
+// included): a host that does not answer within it is skipped.
+const capacityReadTimeout = 30 * time.Second
+
+// poolModel is a provider `pool` block.
+type poolModel struct {
+	Name            types.String `tfsdk:"name"`
+	MinFreeMemoryMB types.Int64  `tfsdk:"min_free_memory_mb"`
+}
+
+// hostPool is a pool as configured.
+type hostPool struct {
+	name            string
+	minFreeMemoryMB int64
+	hosts           []string // sorted
+	declared        bool     // a pool block configured it
+}
+
+// poolMember is what a host block says about its place in a pool.
+type poolMember struct {
+	labels       map[string]string
+	maxSandboxes int
+}
+
+// placer places sandboxes in pools for one provider process.
+type placer struct {
+	pools   map[string]*hostPool
+	members map[string]poolMember
+
+	mu       sync.Mutex
+	capacity map[string]*capacityRead // host -> its one read
+	planned  map[string]int           // host -> sandboxes this process planned there
+	created  map[string]int           // host -> sandboxes this process created there
+}
+
+type capacityRead struct {
+	once sync.Once
+	c    backends.Capacity
+	err  error
+}
+
+func newPlacer() *placer {
+	return &placer{pools: map[string]*hostPool{}, members: map[string]poolMember{},
+		capacity: map[string]*capacityRead{}, planned: map[string]int{}, created: map[string]int{}}
+}
+
+// addHost adds a host block's pool membership.
+func (p *placer) addHost(name, pool string, labels map[string]string, maxSandboxes int) {
+	p.members[name] = poolMember{labels: labels, maxSandboxes: maxSandboxes}
+	if pool == "" {
+		return
+	}
+	hp := p.pools[pool]
+	if hp == nil {
+		hp = &hostPool{name: pool}
+		p.pools[pool] = hp
+	}
+	hp.hosts = append(hp.hosts, name)
+	slices.Sort(hp.hosts)
+}
+
+// place chooses a host of pool for one sandbox requiring labels, counting
+// it in planned (a plan) or created (a create) of this process.
+func (d *providerData) place(ctx context.Context, pool string, labels map[string]string, create bool) (backends.Placement, error) {
+	p := d.placer
+	hp, ok := p.pools[pool]
+	if !ok {
+		return backends.Placement{}, fmt.Errorf("pool %q is not named by any host block (pools: %s)", pool, strings.Join(slices.Sorted(maps.Keys(p.pools)), ", "))
+	}
+	// The capacity of every host of the pool, read in parallel, once.
+	var wg sync.WaitGroup
+	reads := make([]*capacityRead, len(hp.hosts))
+	p.mu.Lock()
+	for i, name := range hp.hosts {
+		r := p.capacity[name]
+		if r == nil {
+			r = &capacityRead{}
+			p.capacity[name] = r
+		}
+		reads[i] = r
+	}
+	p.mu.Unlock()
+	// The read serves every placement of the process: it outlives the
+	// request that happens to start it, within a bound of its own.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), capacityReadTimeout)
+	defer cancel()
+	for i, name := range hp.hosts {
+		wg.Go(func() {
+			reads[i].once.Do(func() {
+				h, err := d.host(name)
+				if err == nil {
+					reads[i].c, err = backends.ReadCapacity(rctx, h)
+				}
+				reads[i].err = err
+			})
+		})
+	}
+	wg.Wait()
+
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	count := p.planned
+	if create {
+		count = p.created
+	}
+	cands := make([]backends.Candidate, len(hp.hosts))
+	for i, name := range hp.hosts {
+		m := p.members[name]
+		cands[i] = backends.Candidate{Host: name, Labels: m.labels, MaxSandboxes: m.maxSandboxes,
+			Capacity: reads[i].c, Err: reads[i].err, Placed: count[name]}
+	}
+	placement, err := backends.Place(cands, backends.PoolRule{Pool: pool, MinFreeMemoryMB: hp.minFreeMemoryMB, Labels: labels})
+	if err == nil {
+		count[placement.Host]++
+	}
+	return placement, err
+}
+
+// configurePools reads the pool blocks and the pool settings of host blocks.
+func configurePools(cfg *providerModel, data *providerData, diags *diag.Diagnostics) {
+	p := newPlacer()
+	for i, hm := range cfg.Hosts {
+		at := path.Root("host").AtListIndex(i)
+		maxSandboxes := 0
+		if !hm.MaxSandboxes.IsNull() {
+			if n := hm.MaxSandboxes.ValueInt64(); n < 1 {
+				diags.AddAttributeError(at.AtName("max_sandboxes"), "Invalid Maximum", fmt.Sprintf("host %q: max_sandboxes must be at least 1", hm.Name.ValueString()))
+			} else {
+				maxSandboxes = int(n)
+			}
+		}
+		labels := map[string]string{}
+		diags.Append(hm.Labels.ElementsAs(context.Background(), &labels, false)...)
+		p.addHost(hm.Name.ValueString(), hm.Pool.ValueString(), labels, maxSandboxes)
+	}
+	for i, pm := range cfg.Pools {
+		at := path.Root("pool").AtListIndex(i)
+		hp, ok := p.pools[pm.Name.ValueString()]
+		if !ok {
+			diags.AddAttributeError(at.AtName("name"), "Pool Without Hosts",
+				fmt.Sprintf("pool %q: no host block names it (set pool = %q in the host blocks of its hosts)", pm.Name.ValueString(), pm.Name.ValueString()))
+			continue
+		}
+		if hp.declared {
+			diags.AddAttributeError(at.AtName("name"), "Duplicate Pool", fmt.Sprintf("pool %q is declared twice", hp.name))
+			continue
+		}
+		hp.declared = true
+		if hp.minFreeMemoryMB = pm.MinFreeMemoryMB.ValueInt64(); hp.minFreeMemoryMB < 0 {
+			diags.AddAttributeError(at.AtName("min_free_memory_mb"), "Invalid Memory Floor", fmt.Sprintf("pool %q: min_free_memory_mb must not be negative", hp.name))
+		}
+	}
+	data.placer = p
+}
