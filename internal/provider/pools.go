@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
@@ -69,6 +70,7 @@ type placer struct {
 
 type capacityRead struct {
 	once sync.Once
+	read atomic.Bool // once has run
 	c    backends.Capacity
 	err  error
 }
@@ -126,6 +128,7 @@ func (d *providerData) place(ctx context.Context, pool string, labels map[string
 					reads[i].c, err = backends.ReadCapacity(rctx, h)
 				}
 				reads[i].err = err
+				reads[i].read.Store(true)
 			})
 		})
 	}
@@ -148,6 +151,30 @@ func (d *providerData) place(ctx context.Context, pool string, labels map[string
 		count[placement.Host]++
 	}
 	return placement, err
+}
+
+// replacing counts, in a plan, the sandbox on host that a replacement
+// takes the place of: it still exists while the plan reads the pool, and
+// is destroyed before its replacement is created. (Terraform then plans
+// the replacement as a create, which place counts.)
+func (d *providerData) replacing(host string) {
+	p := d.placer
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.planned[host]--
+}
+
+// released counts a sandbox this process destroyed on host: when the
+// host's capacity was read before, that read counted it (an apply that
+// replaces a pool sandbox destroys it before it creates the replacement).
+func (d *providerData) released(host string) {
+	p := d.placer
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if r := p.capacity[host]; r != nil && r.read.Load() {
+		p.planned[host]--
+		p.created[host]--
+	}
 }
 
 // configurePools reads the pool blocks and the pool settings of host blocks.

@@ -104,6 +104,23 @@ resource "sandboxer_sandbox" "s" {
 				Config:   config(6, 5),
 				PlanOnly: true,
 			},
+			{
+				// The sandbox on "small" lost its workspace out of band: in a
+				// full pool, its replacement takes its place (placed again).
+				PreConfig: func() {
+					entries, err := os.ReadDir(roots["small"])
+					for _, e := range entries {
+						if e.Name() != ".sandboxer" {
+							err = os.RemoveAll(filepath.Join(roots["small"], e.Name()))
+						}
+					}
+					if err != nil {
+						t.Fatal(err)
+					}
+				},
+				Config: config(6, 1),
+				Check:  perHost(map[string]int{"small": 1, "medium": 2, "large": 3}),
+			},
 		},
 	})
 }

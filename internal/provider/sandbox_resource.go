@@ -316,10 +316,14 @@ func (r *SandboxResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 		}
 	}
 	replacing := state == nil || len(resp.RequiresReplace) > 0
-	if state != nil && replacing && configHost.IsNull() {
-		// A replacement is placed again; the sandbox it replaces never moved.
+	if state != nil && replacing && configHost.IsNull() && plan.EstimatedCostUSD.IsNull() {
+		// A replacement is placed again (metered ones stay on local); the
+		// sandbox it replaces never moved. Terraform plans the replacement
+		// next as a create, which checks the pool; the place of the
+		// sandbox it replaces is free by then.
 		if _, pool := catalog.Place(profile, r.placementRequest(configHost, plan.HostPool)); pool != "" {
-			plan.Host = r.planPool(ctx, pool, poolLabels, &resp.Diagnostics)
+			r.data.replacing(state.Host.ValueString())
+			plan.Host = types.StringUnknown()
 		}
 	}
 	if replacing {
