@@ -161,6 +161,12 @@ resource "sandboxer_sandbox" "s" {
   host_pool   = "ci"
   host_labels = { gpu = "true" }
 }`, `(?s)a: 0 sandboxes; labels do not match \(gpu=true\)`},
+		{"host_labels with a host", provider + `
+resource "sandboxer_sandbox" "s" {
+  profile     = "profile.workspace"
+  host        = "a"
+  host_labels = { gpu = "false" }
+}`, `(?s)host_labels choose among the hosts of a pool, but this sandbox goes to host\s+"a"`},
 		{"a pool block without hosts", fmt.Sprintf(`
 provider "sandboxer" {
   host {

@@ -217,6 +217,9 @@ func (r *SandboxResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 		plan.Host = types.StringValue(route.Host)
 		if route.Pool != "" {
 			plan.Host = r.planPool(ctx, route.Pool, poolLabels, &resp.Diagnostics)
+		} else if len(poolLabels) > 0 {
+			resp.Diagnostics.AddAttributeError(path.Root("host_labels"), "Host Labels Without a Pool",
+				fmt.Sprintf("host_labels choose among the hosts of a pool, but this sandbox goes to host %q: set host_pool instead of host", route.Host))
 		}
 		plan.EstimatedCostUSD = types.Float64Null()
 		if route.Metered {
