@@ -22,6 +22,9 @@ eval "$(printf '%s\n' "$tools_out" | sed 's/^/export /')"
 # warning where the test framework expects their version.
 if [ -n "${TF_CLI_CONFIG_FILE:-}" ] && [ ! -f "$TF_CLI_CONFIG_FILE" ]; then unset TF_CLI_CONFIG_FILE; fi
 
+# What an interrupted earlier run left in the engine (nothing runs yet).
+bash scripts/harness/sweep.sh
+
 # Absent harness parts fail the tests instead of skipping them.
 export SANDBOXER_REQUIRE_HARNESS=1
 unset SANDBOXER_COMPOSE_CMD

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -127,7 +128,15 @@ provider "sandboxer" {
 func (h accHost) leftovers(t *testing.T) []string {
 	t.Helper()
 	var left []string
+	var roots []string
 	for _, root := range []string{h.rootDir, h.rootDir2, h.localDir} {
+		// An accHost may leave a root unset (a test with one extra root
+		// directory): "" would be a prefix of every path on the host.
+		if root != "" {
+			roots = append(roots, root)
+		}
+	}
+	for _, root := range roots {
 		entries, _ := os.ReadDir(root)
 		for _, e := range entries {
 			if e.Name() != ".sandboxer" {
@@ -148,7 +157,7 @@ func (h accHost) leftovers(t *testing.T) []string {
 	projects := map[string]bool{}
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		name, dir, _ := strings.Cut(line, " ")
-		if dir != "" && (strings.HasPrefix(dir, h.rootDir) || strings.HasPrefix(dir, h.rootDir2)) {
+		if dir != "" && slices.ContainsFunc(roots, func(root string) bool { return strings.HasPrefix(dir, root+"/") }) {
 			left = append(left, "container "+name)
 			projects[filepath.Base(dir)] = true
 		}
