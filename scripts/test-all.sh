@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test on real parts, on a fresh machine or a warm one:
 # installs and starts the harness (docker engine, two sshd on loopback, a
-# non-root user in the docker group), obtains Terraform, OpenTofu and docker
+# non-root user in the docker group, a three-node swarm), obtains Terraform, OpenTofu and docker
 # compose v2 (cached), then runs the unit and backend tests, the acceptance
 # tests once with each CLI (compose v2, the host's default), the actions and
 # identities on a Terraform >= 1.14 built for them, the compose
@@ -15,6 +15,9 @@ bash scripts/harness/install.sh
 env_file=$(bash scripts/harness/up.sh | tail -n1)
 # shellcheck disable=SC1090
 source "$env_file"
+# A three-node Docker Swarm (network namespaces on this machine) for the
+# ext.swarm tests; the tests read its env file themselves.
+bash scripts/harness/swarm.sh up >/dev/null
 # A failed tool build stops here, with the tail of its log (tools.sh prints it).
 tools_out="$(bash scripts/harness/tools.sh all)" || { echo "test-all.sh: ERROR: obtaining the CLIs failed (see above)" >&2; exit 1; }
 eval "$(printf '%s\n' "$tools_out" | sed 's/^/export /')"

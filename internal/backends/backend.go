@@ -178,3 +178,11 @@ type Snapshotter interface {
 	Stop(ctx context.Context, h *hosts.Host, sb *Sandbox) error
 	Start(ctx context.Context, h *hosts.Host, sb *Sandbox) error
 }
+
+// SnapshotChecker is a Snapshotter that can refuse a checkpoint of one of
+// its sandboxes as it runs (a swarm stack whose tasks may move): asked at
+// plan time when the sandbox exists, and again before every capture. It
+// only reads the host.
+type SnapshotChecker interface {
+	CheckSnapshot(ctx context.Context, h *hosts.Host, sb *Sandbox, quiesce string, volumes bool) error
+}

@@ -126,6 +126,20 @@ func (r *Registry) Snapshotter(profile, extension string) (Snapshotter, error) {
 	return s, nil
 }
 
+// CheckSnapshot asks sb's extension, when it can refuse a checkpoint of a
+// running sandbox (SnapshotChecker), whether this one may be taken. It only
+// reads the host: the snapshot resource asks at plan time.
+func (r *Registry) CheckSnapshot(ctx context.Context, h *hosts.Host, sb *Sandbox, quiesce string, volumes bool) error {
+	ext, err := r.Extension(sb.Extension)
+	if err != nil {
+		return err
+	}
+	if c, ok := ext.(SnapshotChecker); ok {
+		return c.CheckSnapshot(ctx, h, sb, quiesce, volumes)
+	}
+	return nil
+}
+
 // Snapshot captures a sandbox's workspace on its host. The sandbox keeps
 // running; with quiesce "pause" its services are paused for the capture and
 // always unpaused after, also when the capture fails.
@@ -155,6 +169,9 @@ func (r *Registry) Snapshot(ctx context.Context, h *hosts.Host, req SnapshotRequ
 	include := DefaultIncludeVolumes(req.Profile)
 	if req.IncludeVolumes != nil {
 		include = *req.IncludeVolumes
+	}
+	if err := r.CheckSnapshot(ctx, h, sb, req.Quiesce, include); err != nil {
+		return summary, err
 	}
 	var vols *agent.Volumes
 	if include {

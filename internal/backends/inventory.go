@@ -27,6 +27,17 @@ type HostFacts struct {
 	// The TTL reaper of root_dir: its script is there, and a crontab line
 	// runs it.
 	ReaperInstalled, ReaperScheduled bool
+	// SwarmNodes are the nodes of the swarm when the host is one of its
+	// managers (ext.swarm's hosts); empty elsewhere.
+	SwarmNodes []SwarmNode
+}
+
+// SwarmNode is one node of a swarm as its manager lists it.
+type SwarmNode struct {
+	Name         string // hostname
+	State        string // ready, down, unknown, disconnected
+	Availability string // active, pause, drain
+	Manager      string // leader, reachable, unreachable; "" for a worker
 }
 
 // SandboxInfo is one sandbox found on a host.
@@ -53,6 +64,7 @@ echo "docker=$(docker version --format '{{.Server.Version}}' 2>/dev/null)"
 echo "compose=$( (docker compose version --short 2>/dev/null || docker-compose version --short 2>/dev/null) | head -n 1)"
 echo "store=$(du -sk -- "$root/.sandboxer/store" 2>/dev/null | cut -f1)|$(ls -- "$root/.sandboxer/store/snapshots" 2>/dev/null | grep -c '\.json$')"
 if [ -f "$root/.sandboxer/bin/reaper.sh" ]; then echo "reaper_installed=1"; fi
+docker node ls --format 'swarm_node={{.Hostname}}|{{.Status}}|{{.Availability}}|{{.ManagerStatus}}' 2>/dev/null
 if abs=$(cd -- "$root" 2>/dev/null && pwd -P); then
 	%[2]s
 fi
@@ -106,6 +118,11 @@ func parseFacts(out string) HostFacts {
 			f.ReaperInstalled = v == "1"
 		case "reaper_scheduled":
 			f.ReaperScheduled = v == "1"
+		case "swarm_node":
+			if len(parts) == 4 {
+				f.SwarmNodes = append(f.SwarmNodes, SwarmNode{Name: parts[0], State: strings.ToLower(parts[1]),
+					Availability: strings.ToLower(parts[2]), Manager: strings.ToLower(parts[3])})
+			}
 		case "store":
 			if len(parts) == 2 {
 				f.StoreBytes, f.StoreSnapshots = num(parts[0])*1024, int(num(parts[1]))

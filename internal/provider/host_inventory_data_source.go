@@ -58,7 +58,12 @@ type hostInventoryModel struct {
 	CanaryOK          types.Bool    `tfsdk:"canary_ok"`
 	CanaryReadyMs     types.Int64   `tfsdk:"canary_ready_ms"`
 	CanaryError       types.String  `tfsdk:"canary_error"`
+	SwarmNodes        types.List    `tfsdk:"swarm_nodes"`
 }
+
+var swarmNodeType = types.ObjectType{AttrTypes: map[string]attr.Type{
+	"name": types.StringType, "state": types.StringType, "availability": types.StringType, "manager_status": types.StringType,
+}}
 
 var inventorySandboxType = types.ObjectType{AttrTypes: map[string]attr.Type{
 	"id": types.StringType, "profile": types.StringType, "extension": types.StringType, "status": types.StringType,
@@ -123,6 +128,10 @@ func (d *HostInventoryDataSource) Schema(_ context.Context, _ datasource.SchemaR
 			"canary_ok":            boolean("Canary result (null without `run_canary`)."),
 			"canary_ready_ms":      i64("Canary create → ready, in milliseconds."),
 			"canary_error":         str("Why the canary failed, when it did."),
+			"swarm_nodes": schema.ListAttribute{Computed: true, ElementType: swarmNodeType,
+				MarkdownDescription: "When the host is a Docker Swarm manager (the host of `ext.swarm` sandboxes), the swarm's nodes: `name` " +
+					"(hostname), `state` (`ready`, `down`, ...), `availability` (`active`, `pause`, `drain`) and `manager_status` " +
+					"(`leader`, `reachable`, `unreachable`; empty for a worker). Empty on other hosts."},
 		},
 	}
 }
@@ -171,6 +180,14 @@ func (d *HostInventoryDataSource) Read(ctx context.Context, req datasource.ReadR
 	m.DockerVersion, m.ComposeVersion = types.StringValue(facts.DockerVersion), types.StringValue(facts.ComposeVersion)
 	m.StoreBytes, m.StoreSnapshots = types.Int64Value(facts.StoreBytes), types.Int64Value(int64(facts.StoreSnapshots))
 	m.ReaperInstalled, m.ReaperScheduled = types.BoolValue(facts.ReaperInstalled), types.BoolValue(facts.ReaperScheduled)
+	nodes := []attr.Value{}
+	for _, n := range facts.SwarmNodes {
+		nodes = append(nodes, types.ObjectValueMust(swarmNodeType.AttrTypes, map[string]attr.Value{
+			"name": types.StringValue(n.Name), "state": types.StringValue(n.State),
+			"availability": types.StringValue(n.Availability), "manager_status": types.StringValue(n.Manager),
+		}))
+	}
+	m.SwarmNodes = types.ListValueMust(swarmNodeType, nodes)
 
 	free, err := d.data.registry.FreeNetworks(ctx, h)
 	if err != nil {
@@ -234,6 +251,7 @@ func (m *hostInventoryModel) blank() {
 	m.Load1, m.Load5, m.Load15 = types.Float64Value(0), types.Float64Value(0), types.Float64Value(0)
 	m.Sandboxes = types.ListValueMust(inventorySandboxType, []attr.Value{})
 	m.StaleSandboxIDs = types.ListValueMust(types.StringType, []attr.Value{})
+	m.SwarmNodes = types.ListValueMust(swarmNodeType, []attr.Value{})
 	m.CanaryOK = types.BoolNull()
 	m.ReaperInstalled, m.ReaperScheduled = types.BoolValue(false), types.BoolValue(false)
 }

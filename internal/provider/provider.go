@@ -27,6 +27,7 @@ import (
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/backends"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/backends/composessh"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/backends/saasstub"
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/backends/swarm"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/backends/vmattach"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/catalog"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/events"
@@ -267,7 +268,7 @@ func (p *SandboxerProvider) Configure(ctx context.Context, req provider.Configur
 		hosts:       map[string]*hosts.Host{catalog.LocalHost: localHost(catalog.LocalHost, "")},
 		defaultHost: stringOr(cfg.DefaultHost, os.Getenv("SANDBOXER_HOST")),
 		catalog:     cat,
-		registry:    backends.NewRegistry(compose, vmattach.New(), saasstub.New()),
+		registry:    newRegistry(compose),
 	}
 	data.events = events.New(cfg.EventsURL.ValueString(), cfg.EventsSecret.ValueString(), cfg.Actor.ValueString())
 	if f := cfg.CreditsFile.ValueString(); f != "" {
@@ -421,4 +422,10 @@ func (p *SandboxerProvider) ListResources(_ context.Context) []func() list.ListR
 
 func (p *SandboxerProvider) DataSources(_ context.Context) []func() datasource.DataSource {
 	return []func() datasource.DataSource{NewProfileDataSource, NewHostInventoryDataSource, NewSnapshotsDataSource, NewSnapshotDiffDataSource}
+}
+
+// newRegistry is the registry of every extension the provider implements;
+// compose is ext.compose-ssh, which the provider configures further.
+func newRegistry(compose *composessh.Extension) *backends.Registry {
+	return backends.NewRegistry(compose, swarm.New(), vmattach.New(), saasstub.New())
 }

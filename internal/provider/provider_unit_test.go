@@ -6,6 +6,7 @@ import (
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/backends"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/backends/composessh"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/backends/saasstub"
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/backends/swarm"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/backends/vmattach"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/catalog"
 )
@@ -17,7 +18,7 @@ func TestExtensionDeclarationsMatchImplementations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg := backends.NewRegistry(composessh.New(""), vmattach.New(), saasstub.New())
+	reg := newRegistry(composessh.New(""))
 	for _, name := range cat.ExtensionNames() {
 		decl, _ := cat.Extension(name)
 		ext, err := reg.Extension(name)
@@ -29,7 +30,7 @@ func TestExtensionDeclarationsMatchImplementations(t *testing.T) {
 			t.Errorf("%s: declared supports_snapshots=%v, implementation %v", name, decl.SupportsSnapshots, snap)
 		}
 	}
-	for _, name := range []string{composessh.Name, vmattach.Name, saasstub.Name} {
+	for _, name := range []string{composessh.Name, swarm.Name, vmattach.Name, saasstub.Name} {
 		if _, err := cat.Extension(name); err != nil {
 			t.Errorf("%s is implemented but not declared", name)
 		}

@@ -256,6 +256,10 @@ func (r *SnapshotResource) ModifyPlan(ctx context.Context, req resource.ModifyPl
 	if plan.Quiesce.IsUnknown() {
 		plan.Quiesce = types.StringValue(backends.DefaultQuiesce(r.profileOf(sb)))
 	}
+	if err := r.data.registry.CheckSnapshot(ctx, h, sb, plan.Quiesce.ValueString(), plan.IncludeVolumes.ValueBool()); err != nil {
+		resp.Diagnostics.AddAttributeError(path.Root("sandbox_id"), "Snapshot Not Possible", err.Error())
+		return
+	}
 	resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
 }
 

@@ -21,7 +21,7 @@ import (
 
 var loadOnce sync.Once
 
-// load reads the harness env file into the process environment for any
+// load reads the harness env files into the process environment for any
 // variable not already set, so `go test` works without sourcing it.
 func load() {
 	dir := os.Getenv("SANDBOXER_HARNESS_DIR")
@@ -29,7 +29,14 @@ func load() {
 		home, _ := os.UserHomeDir()
 		dir = filepath.Join(home, ".cache", "sandboxer-harness")
 	}
-	f, err := os.Open(filepath.Join(dir, "env"))
+	// env is up.sh's; swarm_env, when there, swarm.sh's.
+	for _, name := range []string{"env", "swarm_env"} {
+		loadFile(filepath.Join(dir, name))
+	}
+}
+
+func loadFile(path string) {
+	f, err := os.Open(path)
 	if err != nil {
 		return
 	}

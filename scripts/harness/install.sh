@@ -5,7 +5,7 @@
 # Waits for any running apt/dpkg (dpkg lock) instead of fighting it. Must run as root.
 set -euo pipefail
 
-PKGS=(docker.io docker-compose openssh-server openssh-client busybox-static tar iproute2 cron)
+PKGS=(docker.io docker-compose openssh-server openssh-client busybox-static tar iproute2 iptables util-linux cron)
 LOCK_WAIT="${SANDBOXER_APT_LOCK_WAIT:-1800}" # seconds
 
 die() { echo "install.sh: ERROR: $*" >&2; exit 1; }

@@ -10,14 +10,13 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/backends"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/catalog"
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/composefile"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/hosts"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/safepath"
 )
@@ -27,9 +26,6 @@ const Name = "ext.compose-ssh"
 
 // projectLabel is the label compose puts on everything it creates for a project.
 const projectLabel = "com.docker.compose.project"
-
-// defaultComposeFiles are tried in order when the compose_file input is unset.
-var defaultComposeFiles = []string{"compose.yaml", "compose.yml", "docker-compose.yml", "docker-compose.yaml"}
 
 // Extension implements backends.Extension.
 type Extension struct {
@@ -66,7 +62,7 @@ func (e *Extension) Validate(p *catalog.Profile, inputs map[string]string) error
 	if canaryImage(p, inputs) != "" {
 		return nil
 	}
-	_, err := composeFile(inputs)
+	_, err := composefile.Find(inputs)
 	return err
 }
 
@@ -93,39 +89,12 @@ func canaryCompose(image string) []byte {
 `, image))
 }
 
-// composeFile checks the repo input and finds the compose file in it.
-func composeFile(inputs map[string]string) (string, error) {
-	repo := inputs["repo"]
-	if repo == "" {
-		return "", fmt.Errorf("input repo is required: a local directory holding a compose file")
-	}
-	if err := safepath.NoParentSteps(repo); err != nil {
-		return "", fmt.Errorf("input repo: %w", err)
-	}
-	if st, err := os.Stat(repo); err != nil || !st.IsDir() {
-		return "", fmt.Errorf("input repo: %s is not a readable directory on this machine", repo)
-	}
-	candidates := defaultComposeFiles
-	if f := inputs["compose_file"]; f != "" {
-		if err := safepath.Relative(f); err != nil {
-			return "", fmt.Errorf("input compose_file: %w", err)
-		}
-		candidates = []string{f}
-	}
-	for _, f := range candidates {
-		if st, err := os.Stat(filepath.Join(repo, f)); err == nil && st.Mode().IsRegular() {
-			return f, nil
-		}
-	}
-	return "", fmt.Errorf("input repo: no compose file in %s (looked for %s)", repo, strings.Join(candidates, ", "))
-}
-
 // restoredProject finds the compose file in a workspace restored from a
 // snapshot (only the host has it) and resolves the project it describes
 // (`compose config`), in one command: sb.ComposeFile is set to the file
 // found, and the resolved project is returned.
 func restoredProject(ctx context.Context, h *hosts.Host, sb *backends.Sandbox, compose []string, name string) ([]byte, error) {
-	candidates := defaultComposeFiles
+	candidates := composefile.DefaultFiles
 	if name != "" {
 		if err := safepath.Relative(name); err != nil {
 			return nil, fmt.Errorf("input compose_file: %w", err)
@@ -207,7 +176,7 @@ func (e *Extension) Provision(ctx context.Context, req backends.Request) (*backe
 	file := "compose.yaml"
 	if !fromSnapshot && canary == "" {
 		var err error
-		if file, err = composeFile(req.Inputs); err != nil {
+		if file, err = composefile.Find(req.Inputs); err != nil {
 			return nil, err
 		}
 	}

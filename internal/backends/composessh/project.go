@@ -3,45 +3,23 @@ package composessh
 import (
 	"context"
 	"fmt"
-	"io"
 	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 
-	"github.com/compose-spec/compose-go/v2/cli"
 	"github.com/compose-spec/compose-go/v2/loader"
 	"github.com/compose-spec/compose-go/v2/types"
-	"github.com/sirupsen/logrus"
-	"go.yaml.in/yaml/v3"
 
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/backends"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/catalog"
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/composefile"
 )
 
-// The compose file is read on the client at plan time with compose-go, the
-// library `docker compose` v2 itself loads projects with: what it refuses,
-// compose on the host would refuse too, only later and after a copy. What it
-// accepts tells the plan which services the sandbox will run.
-
-// FileError is a problem in a compose file, located where the library or the
-// file's YAML says.
-type FileError struct {
-	File string // path of the compose file on this machine
-	Line int    // 1-based; 0 when unknown
-	Msg  string
-}
-
-func (e *FileError) Error() string {
-	if e.Line > 0 {
-		return fmt.Sprintf("compose file %s, line %d: %s", e.File, e.Line, e.Msg)
-	}
-	return fmt.Sprintf("compose file %s: %s", e.File, e.Msg)
-}
-
-var quietLogrus sync.Once
+// The compose file is read on the client at plan time (composefile): what
+// it accepts tells the plan which services the sandbox will run, and the
+// checks below what would break a sandbox's isolation.
 
 // Plan loads the repo's compose project as compose would on the host and
 // checks what would break a sandbox's isolation or cannot work on the host.
@@ -58,7 +36,7 @@ func (e *Extension) load(p *catalog.Profile, inputs, env map[string]string) (bac
 	if image := canaryImage(p, inputs); image != "" {
 		return backends.Plan{Services: []string{"canary"}}, []string{"default"}, nil
 	}
-	file, err := composeFile(inputs)
+	file, err := composefile.Find(inputs)
 	if err != nil {
 		return backends.Plan{}, nil, err
 	}
@@ -77,88 +55,57 @@ func loadPlan(repo string, env map[string]string) (backends.Plan, error) {
 }
 
 func loadProject(repo, file string, env map[string]string) (backends.Plan, []string, error) {
-	// compose-go warns through logrus' global logger; those warnings (an
-	// obsolete `version:`, an unset variable) would otherwise land on the
-	// provider's stderr as noise. The checks below say what matters.
-	quietLogrus.Do(func() { logrus.SetOutput(io.Discard) })
-
-	path := filepath.Join(repo, file)
-	opts := []cli.ProjectOptionsFn{
-		cli.WithWorkingDirectory(repo),
-		cli.WithName("sbx-plan"),
-		cli.WithResolvedPaths(true),
-		cli.WithLoadOptions(func(o *loader.Options) {
-			// The host resolves env_file entries when the stack starts; a
-			// missing one is compose's error to report there, not a plan's.
-			o.SkipResolveEnvironment = true
-		}),
-	}
-	if len(env) == 0 {
-		opts = append(opts, cli.WithEnvFiles(), cli.WithDotEnv)
-	} else {
-		list := make([]string, 0, len(env))
-		for k, v := range env {
-			list = append(list, k+"="+v)
-		}
-		opts = append(opts, cli.WithEnv(list))
-	}
-	po, err := cli.NewProjectOptions([]string{path}, opts...)
+	l, err := composefile.LoadFile(repo, file, env)
 	if err != nil {
-		return backends.Plan{}, nil, &FileError{File: path, Msg: err.Error()}
+		return backends.Plan{}, nil, err
 	}
-	project, err := po.LoadProject(context.Background())
-	if err != nil {
-		return backends.Plan{}, nil, &FileError{File: path, Line: yamlErrorLine(err.Error()), Msg: strings.TrimPrefix(err.Error(), path+": ")}
-	}
-	raw, _ := os.ReadFile(path)
-	lines := newLineIndex(raw)
+	project := l.Project
 
 	var plan backends.Plan
 	for _, name := range sortedServiceNames(project) {
 		svc := project.Services[name]
 		plan.Services = append(plan.Services, name)
 		if svc.ContainerName != "" {
-			return backends.Plan{}, nil, &FileError{File: path, Line: lines.at("services", name, "container_name"),
-				Msg: fmt.Sprintf("service %q sets container_name %q: container names are global on a host, so two sandboxes of this stack "+
-					"would collide; remove it (compose names containers after the sandbox's own project)", name, svc.ContainerName)}
+			return backends.Plan{}, nil, l.Errorf([]string{"services", name, "container_name"}, "service %q sets container_name %q: container names are global on a host, so two sandboxes of this stack "+
+				"would collide; remove it (compose names containers after the sandbox's own project)", name, svc.ContainerName)
 		}
 		if svc.Build != nil {
 			if err := checkBuild(repo, name, svc.Build); err != nil {
-				return backends.Plan{}, nil, &FileError{File: path, Line: lines.at("services", name, "build"), Msg: err.Error()}
+				return backends.Plan{}, nil, l.Errorf([]string{"services", name, "build"}, "%s", err.Error())
 			}
 		}
 		for _, port := range svc.Ports {
 			if port.Published != "" && port.HostIP == "" {
 				plan.Warnings = append(plan.Warnings, fmt.Sprintf("%s: service %q publishes host port %s: a second sandbox of this stack on the same host cannot start "+
-					"while this one runs; publish the container port alone (\"%d\") to get a free host port", lineRef(path, lines.at("services", name, "ports")), name, port.Published, port.Target))
+					"while this one runs; publish the container port alone (\"%d\") to get a free host port", l.Ref("services", name, "ports"), name, port.Published, port.Target))
 			}
 		}
 		for _, v := range svc.Volumes {
-			if v.Type == types.VolumeTypeBind && !within(repo, v.Source) {
+			if v.Type == types.VolumeTypeBind && !composefile.Within(repo, v.Source) {
 				plan.Warnings = append(plan.Warnings, fmt.Sprintf("%s: service %q bind-mounts %s from outside the repo: the sandbox shares it with "+
-					"everything else on the host, and checkpoints do not capture it", lineRef(path, lines.at("services", name, "volumes")), name, v.Source))
+					"everything else on the host, and checkpoints do not capture it", l.Ref("services", name, "volumes"), name, v.Source))
 			}
 		}
 	}
 	if len(plan.Services) == 0 {
-		return backends.Plan{}, nil, &FileError{File: path, Msg: "no service would start: every service is disabled by a profile, or none is declared"}
+		return backends.Plan{}, nil, l.Errorf(nil, "no service would start: every service is disabled by a profile, or none is declared")
 	}
 	for _, name := range slices.Sorted(maps.Keys(project.Volumes)) {
 		v := project.Volumes[name]
 		switch {
 		case bool(v.External):
 			plan.Warnings = append(plan.Warnings, fmt.Sprintf("%s: volume %q is external: it is shared with whatever else uses it on the host, "+
-				"destroying the sandbox leaves it in place, and checkpoints do not capture it", lineRef(path, lines.at("volumes", name)), name))
+				"destroying the sandbox leaves it in place, and checkpoints do not capture it", l.Ref("volumes", name), name))
 		case v.Name != "" && v.Name != project.Name+"_"+name:
 			plan.Warnings = append(plan.Warnings, fmt.Sprintf("%s: volume %q is named %q: every sandbox of this stack on a host shares it, "+
 				"and a checkpoint restored into a new sandbox fills that sandbox's own %q, not it; remove `name:`",
-				lineRef(path, lines.at("volumes", name)), name, v.Name, name))
+				l.Ref("volumes", name), name, v.Name, name))
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(project.Networks)) {
 		if project.Networks[name].External {
 			plan.Warnings = append(plan.Warnings, fmt.Sprintf("%s: network %q is external: sandboxes attached to it can reach each other",
-				lineRef(path, lines.at("networks", name)), name))
+				l.Ref("networks", name), name))
 		}
 	}
 	return plan, managedNetworks(project), nil
@@ -171,7 +118,7 @@ func checkBuild(repo, service string, b *types.BuildConfig) error {
 	if strings.Contains(ctx, "://") || strings.HasPrefix(ctx, "git@") {
 		return fmt.Errorf("service %q builds from %s: the host builds from the copied repo only; vendor the build context into the repo", service, ctx)
 	}
-	if !within(repo, ctx) {
+	if !composefile.Within(repo, ctx) {
 		return fmt.Errorf("service %q has build context %s outside the repo %s: only the repo is copied to the host", service, ctx, repo)
 	}
 	if b.DockerfileInline != "" {
@@ -184,7 +131,7 @@ func checkBuild(repo, service string, b *types.BuildConfig) error {
 	if !filepath.IsAbs(dockerfile) {
 		dockerfile = filepath.Join(ctx, dockerfile)
 	}
-	if !within(repo, dockerfile) {
+	if !composefile.Within(repo, dockerfile) {
 		return fmt.Errorf("service %q uses Dockerfile %s outside the repo %s: only the repo is copied to the host", service, dockerfile, repo)
 	}
 	if st, err := os.Stat(dockerfile); err != nil || !st.Mode().IsRegular() {
@@ -193,72 +140,9 @@ func checkBuild(repo, service string, b *types.BuildConfig) error {
 	return nil
 }
 
-// within reports whether path (absolute, as the loader resolves it) lies in dir.
-func within(dir, path string) bool {
-	rel, err := filepath.Rel(dir, path)
-	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../") && !filepath.IsAbs(rel)
-}
-
 func sortedServiceNames(p *types.Project) []string {
 	names := slices.Sorted(maps.Keys(p.Services))
 	return names
-}
-
-func lineRef(path string, line int) string {
-	if line > 0 {
-		return fmt.Sprintf("%s, line %d", path, line)
-	}
-	return path
-}
-
-// yamlErrorLine finds "line N" in a YAML parser error.
-func yamlErrorLine(msg string) int {
-	i := strings.Index(msg, "line ")
-	if i < 0 {
-		return 0
-	}
-	n := 0
-	for _, c := range msg[i+5:] {
-		if c < '0' || c > '9' {
-			break
-		}
-		n = n*10 + int(c-'0')
-	}
-	return n
-}
-
-// lineIndex finds the line of a key in the compose file's YAML.
-type lineIndex struct{ root *yaml.Node }
-
-func newLineIndex(raw []byte) lineIndex {
-	var doc yaml.Node
-	if yaml.Unmarshal(raw, &doc) != nil || len(doc.Content) == 0 {
-		return lineIndex{}
-	}
-	return lineIndex{root: doc.Content[0]}
-}
-
-// at returns the line of keys' last element, or of the deepest one found
-// when the rest comes from elsewhere (an extends or include); 0 for none.
-func (l lineIndex) at(keys ...string) int {
-	n, line := l.root, 0
-	for _, k := range keys {
-		if n == nil || n.Kind != yaml.MappingNode {
-			return line
-		}
-		var next *yaml.Node
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			if n.Content[i].Value == k {
-				line, next = n.Content[i].Line, n.Content[i+1]
-				break
-			}
-		}
-		if next == nil {
-			return line
-		}
-		n = next
-	}
-	return line
 }
 
 // projectFromHost reads the services and managed networks of a project
@@ -268,7 +152,7 @@ func (l lineIndex) at(keys ...string) int {
 // any compose file, so a restored stack's networks get subnets from the
 // pool exactly as a new one's do.
 func projectFromHost(raw []byte) (services, networks []string, err error) {
-	quietLogrus.Do(func() { logrus.SetOutput(io.Discard) })
+	composefile.Quiet()
 	project, err := loader.LoadWithContext(context.Background(), types.ConfigDetails{
 		WorkingDir:  "/",
 		ConfigFiles: []types.ConfigFile{{Filename: "compose config", Content: raw}},

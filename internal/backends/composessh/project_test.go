@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/composefile"
 )
 
 // These run with no harness: plan-time compose rules read the client's copy only.
@@ -78,9 +80,9 @@ func TestPlanDiagnosticsNameFileAndLine(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			repo := repoWith(t, c.compose, c.extra)
 			_, err := loadPlan(repo, nil)
-			var fe *FileError
+			var fe *composefile.FileError
 			if !errors.As(err, &fe) {
-				t.Fatalf("err = %v, want a *FileError", err)
+				t.Fatalf("err = %v, want a *composefile.FileError", err)
 			}
 			if fe.File != filepath.Join(repo, "docker-compose.yml") {
 				t.Errorf("file = %s", fe.File)
@@ -98,7 +100,7 @@ func TestPlanDiagnosticsNameFileAndLine(t *testing.T) {
 func TestPlanInvalidYAMLHasLine(t *testing.T) {
 	repo := repoWith(t, "services:\n  web:\n    image: busybox\n  worker:\n\timage: busybox\n", nil)
 	_, err := loadPlan(repo, nil)
-	var fe *FileError
+	var fe *composefile.FileError
 	if !errors.As(err, &fe) || fe.Line != 5 {
 		t.Fatalf("err = %v, want line 5", err)
 	}

@@ -1,0 +1,519 @@
+// Package swarm is ext.swarm: a sandbox is a compose file deployed as a
+// Docker Swarm stack through a swarm manager reached as an ordinary host
+// block. The repo is copied into an isolated workspace on the manager, as
+// for ext.compose-ssh, and `docker stack deploy` runs it under the stack
+// name sbx-<id>; swarm places its tasks on the nodes.
+package swarm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/compose-spec/compose-go/v2/types"
+
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/backends"
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/catalog"
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/composefile"
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/hosts"
+)
+
+// Name is the extension's catalog name.
+const Name = "ext.swarm"
+
+// stackLabel is the label `docker stack deploy` puts on the services,
+// networks, secrets, configs and volumes of a stack.
+const stackLabel = "com.docker.stack.namespace"
+
+// Extension implements backends.Extension.
+type Extension struct {
+	// PollInterval is the longest wait between two looks at the services.
+	PollInterval time.Duration
+	Now          func() time.Time
+}
+
+var (
+	_ backends.Extension   = (*Extension)(nil)
+	_ backends.Planner     = (*Extension)(nil)
+	_ backends.Snapshotter = (*Extension)(nil)
+)
+
+// New returns the extension.
+func New() *Extension { return &Extension{PollInterval: time.Second, Now: time.Now} }
+
+func (e *Extension) Name() string { return Name }
+
+// StackName is the stack of a sandbox: unique per sandbox, named as a
+// compose sandbox's project is.
+func StackName(id string) string { return "sbx-" + id }
+
+func (e *Extension) Validate(_ *catalog.Profile, inputs map[string]string) error {
+	_, err := composefile.Find(inputs)
+	return err
+}
+
+// Plan loads the compose file as compose-go resolves it and refuses what
+// `docker stack deploy` ignores or rejects, so the plan says it rather than
+// a stack that runs differently from its file.
+func (e *Extension) Plan(_ *catalog.Profile, inputs, env map[string]string) (backends.Plan, error) {
+	l, err := composefile.Load(inputs, env)
+	if err != nil {
+		return backends.Plan{}, err
+	}
+	return check(l)
+}
+
+func check(l *composefile.Loaded) (backends.Plan, error) {
+	p := l.Project
+	var plan backends.Plan
+	var errs []error
+	for _, name := range slices.Sorted(maps.Keys(p.Services)) {
+		svc := p.Services[name]
+		plan.Services = append(plan.Services, name)
+		if svc.Build != nil {
+			errs = append(errs, l.Errorf([]string{"services", name, "build"},
+				"service %q has build: swarm does not build images; build and push the image (or load it on every node) and name it in image:", name))
+		}
+		if svc.ContainerName != "" {
+			errs = append(errs, l.Errorf([]string{"services", name, "container_name"},
+				"service %q sets container_name: swarm names its tasks' containers itself; remove it", name))
+		}
+		if svc.Image == "" && svc.Build == nil {
+			errs = append(errs, l.Errorf([]string{"services", name}, "service %q has no image", name))
+		}
+		for _, dep := range slices.Sorted(maps.Keys(svc.DependsOn)) {
+			if c := svc.DependsOn[dep].Condition; c != "" && c != types.ServiceConditionStarted {
+				errs = append(errs, l.Errorf([]string{"services", name, "depends_on", dep},
+					"service %q waits for %q to be %s: swarm starts services in no order and ignores depends_on conditions; "+
+						"make the service retry until its dependency answers", name, dep, strings.TrimPrefix(c, "service_")))
+			}
+		}
+		for _, port := range svc.Ports {
+			if port.Published != "" {
+				plan.Warnings = append(plan.Warnings, fmt.Sprintf("%s: service %q publishes port %s on every node of the swarm (ingress): "+
+					"a second sandbox of this stack cannot deploy while this one runs", l.Ref("services", name, "ports"), name, port.Published))
+			}
+		}
+		for _, v := range svc.Volumes {
+			switch {
+			case v.Type == types.VolumeTypeBind:
+				plan.Warnings = append(plan.Warnings, fmt.Sprintf("%s: service %q bind-mounts %s: the path is read on whichever node runs the task, "+
+					"not from the workspace", l.Ref("services", name, "volumes"), name, v.Source))
+			case v.Type == types.VolumeTypeVolume && v.Source != "" && pinnedNode(svc.Deploy) == "":
+				plan.Warnings = append(plan.Warnings, fmt.Sprintf("%s: service %q mounts volume %q but is not pinned to a node: each node that runs "+
+					"one of its tasks gets a volume of its own, and only the manager's is removed with the sandbox; pin it "+
+					"(deploy.placement.constraints: [node.hostname == NAME])", l.Ref("services", name, "volumes"), name, v.Source))
+			}
+		}
+	}
+	if len(plan.Services) == 0 {
+		errs = append(errs, l.Errorf(nil, "no service would start: every service is disabled by a profile, or none is declared"))
+	}
+	return plan, errors.Join(errs...)
+}
+
+// pinRule matches a placement constraint naming one node.
+var pinRule = regexp.MustCompile(`^\s*node\.(hostname|id)\s*==\s*(\S+)\s*$`)
+
+// pinnedNode is the node a service's placement constraints pin it to ("").
+func pinnedNode(d *types.DeployConfig) string {
+	if d == nil || d.Placement.Constraints == nil {
+		return ""
+	}
+	return pinnedBy(d.Placement.Constraints)
+}
+
+func pinnedBy(constraints []string) string {
+	for _, c := range constraints {
+		if m := pinRule.FindStringSubmatch(c); m != nil {
+			return m[2]
+		}
+	}
+	return ""
+}
+
+// deployScript deploys (or updates) the stack from the workspace. `docker
+// stack deploy` reads no .env file: the workspace's is exported first, line
+// by line as written (names checked, values literal), so interpolation sees
+// what compose would. --resolve-image never: images come from the nodes
+// (or the registry their daemons use), not from a digest lookup here.
+func deployScript(sb *backends.Sandbox) string {
+	return "cd -- " + hosts.Quote(sb.WorkspaceDir) + " && " +
+		"if [ -f .env ]; then while IFS= read -r line || [ -n \"$line\" ]; do case $line in ''|'#'*) ;; *) export \"$line\";; esac; done < .env; fi && " +
+		hosts.Command("docker", "stack", "deploy", "--compose-file", sb.ComposeFile, "--with-registry-auth=false",
+			"--prune", "--resolve-image", "never", "--detach=true", sb.ComposeProject) + " >/dev/null"
+}
+
+func (e *Extension) Provision(ctx context.Context, req backends.Request) (*backends.Sandbox, error) {
+	// A restore without a repo finds its compose file in the restored workspace.
+	fromSnapshot := req.Fill != nil && req.Inputs["repo"] == ""
+	file := req.Inputs["compose_file"]
+	var plan backends.Plan
+	if !fromSnapshot {
+		l, err := composefile.Load(req.Inputs, req.Env)
+		if err != nil {
+			return nil, err
+		}
+		if plan, err = check(l); err != nil {
+			return nil, err
+		}
+		if file, err = composefile.Find(req.Inputs); err != nil {
+			return nil, err
+		}
+	}
+	if err := backends.CheckEnv(req.Env); err != nil {
+		return nil, err
+	}
+	ws, err := backends.WorkspaceDir(ctx, req.Host, req.Host.RootDir, req.ID)
+	if err != nil {
+		return nil, err
+	}
+	sb := &backends.Sandbox{
+		ID: req.ID, Host: req.Host.Host(), Profile: req.Profile.Name, Extension: Name,
+		Inputs: req.Inputs, Labels: req.Labels, WorkspaceDir: ws,
+		ComposeProject: StackName(req.ID), ComposeFile: file, SourceHash: req.SourceHash,
+		CreatedAt: e.Now().UTC(), Services: plan.Services,
+	}
+	fail := func(err error) (*backends.Sandbox, error) {
+		return nil, backends.CleanUpAfter(ctx, err, req.Host, sb.ID, func(ctx context.Context) error {
+			return e.Teardown(ctx, req.Host, sb)
+		})
+	}
+	// Recorded before anything is made: a create cut off at any later
+	// point leaves a record naming what there is to remove.
+	if req.Started != nil {
+		if err := req.Started(ctx, sb); err != nil {
+			return nil, err
+		}
+	}
+	if err := backends.MakeWorkspace(ctx, req, sb); errors.Is(err, backends.ErrWorkspaceExists) {
+		return nil, err // not this sandbox's: nothing of it is removed
+	} else if err != nil {
+		return fail(err)
+	}
+	if fromSnapshot {
+		if sb.ComposeFile, err = restoredComposeFile(ctx, req.Host, sb, file); err != nil {
+			return fail(err)
+		}
+	}
+	if err := req.Host.Run(ctx, deployScript(sb), nil, nil); err != nil {
+		return fail(fmt.Errorf("docker stack deploy failed: %w", err))
+	}
+	if fromSnapshot {
+		// The services come from what the manager deployed.
+		out, err := hosts.Output(ctx, req.Host, servicesScript(sb))
+		if err != nil {
+			return fail(fmt.Errorf("unable to list the services of stack %s: %w", sb.ComposeProject, err))
+		}
+		for _, s := range parseServices(string(out), sb.ComposeProject) {
+			sb.Services = append(sb.Services, s.name)
+		}
+	}
+	return sb, nil
+}
+
+// restoredComposeFile finds the compose file in a workspace restored from a
+// snapshot.
+func restoredComposeFile(ctx context.Context, h *hosts.Host, sb *backends.Sandbox, name string) (string, error) {
+	candidates := composefile.DefaultFiles
+	if name != "" {
+		candidates = []string{name}
+	}
+	var script strings.Builder
+	for _, f := range candidates {
+		fmt.Fprintf(&script, "if test -f %s; then echo %s; exit 0; fi\n", hosts.Quote(sb.WorkspaceDir+"/"+f), hosts.Quote(f))
+	}
+	out, err := hosts.Output(ctx, h, script.String())
+	if err != nil {
+		return "", err
+	}
+	if f := strings.TrimSpace(string(out)); f != "" {
+		return f, nil
+	}
+	return "", fmt.Errorf("no compose file in the restored workspace (looked for %s)", strings.Join(candidates, ", "))
+}
+
+// WaitReady looks at the services until every one has its desired replicas
+// running (swarm counts a task with a healthcheck as running once healthy),
+// at growing intervals from 50 ms up to PollInterval.
+func (e *Extension) WaitReady(ctx context.Context, h *hosts.Host, sb *backends.Sandbox) error {
+	wait := 50 * time.Millisecond
+	for {
+		st, err := e.Inspect(ctx, h, sb)
+		if err != nil {
+			return err
+		}
+		if st.State == backends.StatusReady {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			// The tasks' own errors say why (no such image on a node, no
+			// node matching a constraint).
+			why, _ := hosts.Output(context.WithoutCancel(ctx), h, hosts.Command("docker", "stack", "ps", "--no-trunc",
+				"--filter", "desired-state=running", "--format", "{{.Name}} on {{.Node}}: {{.CurrentState}} {{.Error}}", sb.ComposeProject))
+			return fmt.Errorf("sandbox %s was not ready in time (services: %s; tasks:\n%s): %w", sb.ID, describe(st.Services), strings.TrimSpace(string(why)), ctx.Err())
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, max(e.PollInterval, 50*time.Millisecond))
+	}
+}
+
+func (e *Extension) Inspect(ctx context.Context, h *hosts.Host, sb *backends.Sandbox) (backends.Status, error) {
+	out, err := hosts.Output(ctx, h, fmt.Sprintf("if test -d %s; then echo workspace; fi; %s", hosts.Quote(sb.WorkspaceDir), servicesScript(sb)))
+	if err != nil {
+		return backends.Status{}, fmt.Errorf("unable to list the services of sandbox %s: %w", sb.ID, err)
+	}
+	workspace, rest, _ := strings.Cut(string(out), "\n")
+	if workspace != "workspace" {
+		rest = string(out)
+	}
+	return status(workspace == "workspace", parseServices(rest, sb.ComposeProject), sb.Services), nil
+}
+
+// servicesScript prints what parseServices reads: each service of the
+// stack with its replicas as `docker service ls` shows them, and, when there
+// are services, their ids, the nodes with their status and the tasks meant
+// to run with their node and state. The engine's own count of running
+// replicas keeps counting a task on a node that went down (its last report
+// said running), so parseServices counts the tasks itself.
+func servicesScript(sb *backends.Sandbox) string {
+	return fmt.Sprintf(`f=%[1]s
+svc=$(docker service ls --filter "$f" --format 'service|{{.Name}}|{{.Replicas}}') || exit 1
+[ -n "$svc" ] || exit 0
+echo "$svc"
+docker service inspect --format 'id|{{.ID}}|{{.Spec.Name}}' $(docker service ls -q --filter "$f") || exit 1
+docker node ls --format 'node|{{.ID}}|{{.Status}}' || exit 1
+tasks=$(docker stack ps -q --no-trunc --filter desired-state=running %[2]s) || exit 1
+[ -z "$tasks" ] || docker inspect --type task --format 'task|{{.ServiceID}}|{{.NodeID}}|{{.Status.State}}' $tasks
+`, hosts.Quote("label="+stackLabel+"="+sb.ComposeProject), hosts.Quote(sb.ComposeProject))
+}
+
+type service struct {
+	name             string
+	running, desired int
+}
+
+// parseServices reads servicesScript's lines. A service's desired count is
+// the second number of its replicas ("2/2", "1/3 (max 1 per node)", "0/1
+// (1/1 completed)" for a job); it runs the tasks in state running on a node
+// that is ready.
+func parseServices(out, stack string) []service {
+	var list []service
+	ids := map[string]string{}  // service id -> name
+	ready := map[string]bool{}  // node id -> ready
+	running := map[string]int{} // service name -> running tasks
+	var tasks [][]string
+	for line := range strings.Lines(out) {
+		f := strings.Split(strings.TrimSpace(line), "|")
+		switch {
+		case f[0] == "service" && len(f) == 3:
+			name, ok := strings.CutPrefix(f[1], stack+"_")
+			counts, _, _ := strings.Cut(f[2], " ")
+			_, d, ok2 := strings.Cut(counts, "/")
+			desired, err := strconv.Atoi(d)
+			if ok && ok2 && err == nil {
+				list = append(list, service{name: name, desired: desired})
+			}
+		case f[0] == "id" && len(f) == 3:
+			ids[f[1]] = strings.TrimPrefix(f[2], stack+"_")
+		case f[0] == "node" && len(f) == 3:
+			ready[f[1]] = f[2] == "Ready"
+		case f[0] == "task" && len(f) == 4:
+			tasks = append(tasks, f)
+		}
+	}
+	for _, t := range tasks {
+		if t[3] == "running" && ready[t[2]] {
+			running[ids[t[1]]]++
+		}
+	}
+	for i := range list {
+		list[i].running = running[list[i].name]
+	}
+	return list
+}
+
+// Service states in Status.Services.
+const (
+	stateRunning = "running" // every desired replica runs
+	statePartial = "partial" // some replicas run, fewer than desired
+	stateStopped = "stopped" // none runs
+	stateMissing = "missing" // no such service in the stack
+)
+
+// status is the sandbox's state from its services: ready when every
+// declared service has all its replicas, degraded when one falls below.
+func status(workspace bool, seen []service, declared []string) backends.Status {
+	byName := map[string]service{}
+	for _, s := range seen {
+		byName[s.name] = s
+	}
+	st := backends.Status{}
+	ready, up := 0, 0
+	for _, name := range declared {
+		s, ok := byName[name]
+		state := stateMissing
+		switch {
+		case !ok:
+		case s.desired > 0 && s.running >= s.desired:
+			state = stateRunning
+			ready++
+			up++
+		case s.running > 0:
+			state = statePartial
+			up++
+		default:
+			state = stateStopped
+		}
+		st.Services = append(st.Services, backends.ServiceState{Name: name, State: state})
+	}
+	switch {
+	case !workspace:
+		st.State = backends.StatusMissing
+	case ready == len(declared):
+		st.State = backends.StatusReady
+	case up == 0:
+		st.State = backends.StatusStopped
+	default:
+		st.State = backends.StatusDegraded
+	}
+	return st
+}
+
+func describe(services []backends.ServiceState) string {
+	parts := make([]string, len(services))
+	for i, s := range services {
+		parts[i] = s.Name + "=" + s.State
+	}
+	return strings.Join(parts, ", ")
+}
+
+// removeStackScript removes the stack's services and networks and waits
+// (up to about two minutes) until the manager lists none of them and no
+// container of the stack is left on the manager's node; with volumes, then
+// the stack's volumes on the manager's node too. `docker stack rm` is
+// repeated every second: a network whose tasks were still detaching is
+// refused at first. An engine that does not answer fails the script, so
+// the record and workspace that name what to remove stay.
+func removeStackScript(stack string, volumes bool) string {
+	done := "exit 0"
+	if volumes {
+		done = `vols=$(docker volume ls -q --filter "$f") || unanswered
+		if [ -z "$vols" ]; then exit 0; fi
+		docker volume rm -f $vols >/dev/null 2>&1`
+	}
+	return fmt.Sprintf(`unanswered() { echo "the swarm manager did not answer: what the stack made may remain" >&2; exit 1; }
+f=%[1]s
+i=0
+while :; do
+	left=$(docker service ls -q --filter "$f" && docker network ls -q --filter "$f" && docker ps -aq --filter "$f") || unanswered
+	if [ -z "$left" ]; then
+		%[3]s
+	elif [ $((i %% 10)) -eq 0 ]; then
+		docker stack rm %[2]s >/dev/null 2>&1
+	fi
+	i=$((i+1))
+	if [ "$i" -ge 1200 ]; then echo "resources of stack "%[2]s" remain: $left $vols" >&2; exit 1; fi
+	sleep 0.1
+done
+`, hosts.Quote("label="+stackLabel+"="+stack), hosts.Quote(stack), done)
+}
+
+// Teardown removes the stack (services, networks, the manager node's
+// volumes) and waits until they are gone, then the workspace. Already gone
+// is success.
+func (e *Extension) Teardown(ctx context.Context, h *hosts.Host, sb *backends.Sandbox) error {
+	stack := sb.ComposeProject
+	if stack == "" {
+		stack = StackName(sb.ID)
+	}
+	if err := h.Run(ctx, removeStackScript(stack, true), nil, nil); err != nil {
+		return fmt.Errorf("unable to remove the services, networks and volumes of sandbox %s: %w", sb.ID, err)
+	}
+	return backends.RemoveWorkspace(ctx, h, sb.WorkspaceDir, sb.ID)
+}
+
+// Pause is refused: swarm has no pause, and the tasks' engines are on
+// other nodes. CheckSnapshot says so at plan time.
+func (e *Extension) Pause(context.Context, *hosts.Host, *backends.Sandbox) error {
+	return errPause
+}
+
+var errPause = errors.New(`swarm services cannot be paused: use quiesce = "stop" (the stack is removed and deployed again, volumes kept) or "none"`)
+
+// Unpause has nothing to undo.
+func (e *Extension) Unpause(context.Context, *hosts.Host, *backends.Sandbox) error { return nil }
+
+// Stop removes the stack's services (volumes and workspace stay) and waits
+// until their tasks are gone: swarm has no stop, and scaling to zero would
+// not stop a global service.
+func (e *Extension) Stop(ctx context.Context, h *hosts.Host, sb *backends.Sandbox) error {
+	if err := h.Run(ctx, removeStackScript(sb.ComposeProject, false), nil, nil); err != nil {
+		return fmt.Errorf("unable to stop sandbox %s: %w", sb.ID, err)
+	}
+	return nil
+}
+
+// Start deploys the stack again from the (restored) workspace.
+func (e *Extension) Start(ctx context.Context, h *hosts.Host, sb *backends.Sandbox) error {
+	if err := h.Run(ctx, deployScript(sb), nil, nil); err != nil {
+		return fmt.Errorf("unable to start sandbox %s: docker stack deploy: %w", sb.ID, err)
+	}
+	return nil
+}
+
+var _ backends.SnapshotChecker = (*Extension)(nil)
+
+// CheckSnapshot allows a checkpoint of a swarm sandbox only when every
+// service is pinned to one node (a placement constraint on node.hostname or
+// node.id), as deployed: its tasks then stay where they are while the
+// workspace is read and when it is restored. Volumes are not captured:
+// they live on the nodes, out of the manager's reach.
+func (e *Extension) CheckSnapshot(ctx context.Context, h *hosts.Host, sb *backends.Sandbox, quiesce string, volumes bool) error {
+	if quiesce == backends.QuiescePause {
+		return errPause
+	}
+	if volumes {
+		return fmt.Errorf("sandbox %s is a swarm stack: its volumes live on the nodes that ran its tasks and are not captured; set include_volumes = false", sb.ID)
+	}
+	out, err := hosts.Output(ctx, h, fmt.Sprintf(`ids=$(docker service ls -q --filter %s) || exit 1
+if [ -n "$ids" ]; then docker service inspect --format '{{.Spec.Name}}|{{join .Spec.TaskTemplate.Placement.Constraints ";"}}' $ids; fi`,
+		hosts.Quote("label="+stackLabel+"="+sb.ComposeProject)))
+	if err != nil {
+		return fmt.Errorf("unable to read the placement of the services of sandbox %s: %w", sb.ID, err)
+	}
+	return checkPinned(string(out), sb)
+}
+
+// checkPinned reads CheckSnapshot's name|constraints lines.
+func checkPinned(out string, sb *backends.Sandbox) error {
+	var loose []string
+	found := 0
+	for line := range strings.Lines(out) {
+		name, constraints, ok := strings.Cut(strings.TrimSpace(line), "|")
+		if !ok {
+			continue
+		}
+		found++
+		if pinnedBy(strings.Split(constraints, ";")) == "" {
+			loose = append(loose, strings.TrimPrefix(name, sb.ComposeProject+"_"))
+		}
+	}
+	if found == 0 {
+		return fmt.Errorf("sandbox %s has no services deployed: nothing to hold still while its workspace is read", sb.ID)
+	}
+	if len(loose) > 0 {
+		slices.Sort(loose)
+		return fmt.Errorf("snapshots of swarm sandbox %s need every service pinned to one node, and %s %s not "+
+			"(add deploy.placement.constraints: [node.hostname == NAME] to the compose file): swarm could otherwise move a task "+
+			"between the capture and a restore", sb.ID, strings.Join(loose, ", "), map[bool]string{true: "is", false: "are"}[len(loose) == 1])
+	}
+	return nil
+}
