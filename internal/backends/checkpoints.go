@@ -250,12 +250,12 @@ func (r *Registry) RestoreInPlace(ctx context.Context, snapHost *hosts.Host, sna
 	if err != nil {
 		return res, err
 	}
-	if err := snap.Stop(ctx, h, sb); err != nil {
-		return res, err
+	if err = snap.Stop(ctx, h, sb); err == nil {
+		res, err = r.agent.RestoreFrom(ctx, snapHost, snapshotID, h, sb.WorkspaceDir, volumesOf(sb), opts)
 	}
-	res, err = r.agent.RestoreFrom(ctx, snapHost, snapshotID, h, sb.WorkspaceDir, volumesOf(sb), opts)
-	// The services start again even when the restore failed or its context
-	// ended: the sandbox is never left stopped by a restore.
+	// The services start again even when the stop (perhaps half done) or
+	// the restore failed, or its context ended: the sandbox is never left
+	// stopped by a restore.
 	sctx, cancel := detached(ctx)
 	defer cancel()
 	if serr := snap.Start(sctx, h, sb); serr != nil {

@@ -1,5 +1,5 @@
 #!/bin/sh
-# sandboxer-reaper v5
+# sandboxer-reaper v6
 # Tears down the sandboxes of one root directory whose expiry has passed, and
 # those whose create was abandoned (never ready, create deadline passed),
 # using the record each sandbox leaves in <root>/.sandboxer/sandboxes. Runs
@@ -61,7 +61,37 @@ for rec in "$root"/.sandboxer/sandboxes/*.json; do
 	[ -n "$exp" ] || continue # no ttl: never reaped
 	exp=$(printf '%s' "$exp" | cut -c1-19)
 	[ "$(printf '%s\n%s\n' "$exp" "$now" | sort | head -n 1)" = "$exp" ] && [ "$exp" != "$now" ] || continue
-	if [ -n "$project" ]; then
+	if [ "$ext" = ext.swarm ]; then
+		# A swarm stack (backends/swarm): removed through the manager this
+		# host is, by the name the id gives it, and waited for (a minute at
+		# most; the next run tries again). Volumes go once no container of
+		# the stack is left.
+		f="label=com.docker.stack.namespace=sbx-$id"
+		gone=
+		n=0
+		while [ "$n" -lt 60 ]; do
+			objects=$(docker service ls -q --filter "$f" && docker network ls -q --filter "$f" &&
+				docker secret ls -q --filter "$f" && docker config ls -q --filter "$f") || break
+			containers=$(docker ps -aq --filter "$f") || break
+			if [ -z "$objects" ] && [ -z "$containers" ]; then
+				vols=$(docker volume ls -q --filter "$f") || break
+				[ -z "$vols" ] || docker volume rm -f $vols >/dev/null 2>&1
+				vols=$(docker volume ls -q --filter "$f") || break
+				[ -n "$vols" ] || gone=1
+				break
+			elif [ -z "$objects" ]; then
+				docker rm -f -v $containers >/dev/null 2>&1
+			else
+				docker stack rm "sbx-$id" >/dev/null 2>&1
+			fi
+			n=$((n + 1))
+			sleep 1
+		done
+		if [ -z "$gone" ]; then
+			echo "skipped $id: docker did not answer, or the swarm stack sbx-$id is not gone yet" >&2
+			continue
+		fi
+	elif [ -n "$project" ]; then
 		case "$project" in *[!a-z0-9-]*) continue ;; esac
 		# An engine that does not answer (stopped, restarting) lists
 		# nothing: each listing must succeed and nothing may remain, or

@@ -93,6 +93,34 @@ func (l *Loaded) Errorf(keys []string, format string, args ...any) error {
 	return &FileError{File: l.Path, Line: l.Line(keys...), Msg: fmt.Sprintf(format, args...)}
 }
 
+// Key is a key of a mapping in the compose file as written, with its line.
+type Key struct {
+	Name string
+	Line int
+}
+
+// Keys are the keys of the mapping at keys in the compose file as written
+// (not as resolved: an include or extends adds none), in file order; nil
+// when there is no mapping there.
+func (l *Loaded) Keys(keys ...string) []Key {
+	n := l.lines.node(keys...)
+	if n == nil || n.Kind != yaml.MappingNode {
+		return nil
+	}
+	var list []Key
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		list = append(list, Key{Name: n.Content[i].Value, Line: n.Content[i].Line})
+	}
+	return list
+}
+
+// IsMapping reports whether the value at keys, as written, is a mapping
+// (depends_on's long form, say, against its list form).
+func (l *Loaded) IsMapping(keys ...string) bool {
+	n := l.lines.node(keys...)
+	return n != nil && n.Kind == yaml.MappingNode
+}
+
 // Ref is "path, line N" for warnings.
 func (l *Loaded) Ref(keys ...string) string { return lineRef(l.Path, l.Line(keys...)) }
 
@@ -185,6 +213,25 @@ func newLineIndex(raw []byte) lineIndex {
 		return lineIndex{}
 	}
 	return lineIndex{root: doc.Content[0]}
+}
+
+// node is the value at keys; nil when the path is not in the file.
+func (l lineIndex) node(keys ...string) *yaml.Node {
+	n := l.root
+	for _, k := range keys {
+		if n == nil || n.Kind != yaml.MappingNode {
+			return nil
+		}
+		var next *yaml.Node
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if n.Content[i].Value == k {
+				next = n.Content[i+1]
+				break
+			}
+		}
+		n = next
+	}
+	return n
 }
 
 // at returns the line of keys' last element, or of the deepest one found

@@ -3,6 +3,7 @@ package provider
 import (
 	"fmt"
 	"os"
+	"os/user"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -22,6 +23,11 @@ import (
 // swarm's manager, reached over SSH like any host.
 func swarmConfig(t *testing.T, sw *testharness.Swarm, root string) string {
 	t.Helper()
+	return swarmConfigAs(t, sw, testharness.Env(t, "SANDBOXER_TEST_SSH_USER"), root)
+}
+
+func swarmConfigAs(t *testing.T, sw *testharness.Swarm, user, root string) string {
+	t.Helper()
 	return fmt.Sprintf(`
 provider "sandboxer" {
   host {
@@ -33,7 +39,7 @@ provider "sandboxer" {
     root_dir         = %q
   }
 }
-`, sw.SSHAddr, testharness.Env(t, "SANDBOXER_TEST_SSH_USER"), testharness.Env(t, "SANDBOXER_TEST_SSH_KEY"), sw.KnownHosts, root)
+`, sw.SSHAddr, user, testharness.Env(t, "SANDBOXER_TEST_SSH_KEY"), sw.KnownHosts, root)
 }
 
 // swarmRepo writes a compose file for a stack: "web", 3 replicas, at most
@@ -97,6 +103,27 @@ func swarmLeftovers(t *testing.T, sw *testharness.Swarm, stack string) []string 
 		}
 	}
 	return left
+}
+
+// swarmNothingLeft is a CheckDestroy asking every node for what remains of
+// the stacks and the filesystem for workspaces under root.
+func swarmNothingLeft(t *testing.T, sw *testharness.Swarm, stacks *[]string, root string) func(*terraform.State) error {
+	return func(*terraform.State) error {
+		var left []string
+		for _, stack := range *stacks {
+			left = append(left, swarmLeftovers(t, sw, stack)...)
+		}
+		entries, _ := os.ReadDir(root)
+		for _, e := range entries {
+			if e.Name() != ".sandboxer" {
+				left = append(left, "workspace "+e.Name())
+			}
+		}
+		if len(left) > 0 {
+			return fmt.Errorf("destroy left: %s", strings.Join(left, ", "))
+		}
+		return nil
+	}
 }
 
 // nodesRunning counts the nodes running a task of service (docker node ps
@@ -176,26 +203,18 @@ resource "sandboxer_restore" "back" {
   snapshot_id       = sandboxer_snapshot.good.id
   target_sandbox_id = sandboxer_sandbox.pinned.id
 }
+
+# A new stack from the snapshot alone: its compose file comes from the
+# restored workspace.
+resource "sandboxer_restore" "fresh" {
+  snapshot_id = sandboxer_snapshot.good.id
+  host        = "swarm"
+}
 `
 	resource.Test(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProviders,
-		CheckDestroy: func(*terraform.State) error {
-			var left []string
-			for _, stack := range stacks {
-				left = append(left, swarmLeftovers(t, sw, stack)...)
-			}
-			entries, _ := os.ReadDir(root)
-			for _, e := range entries {
-				if e.Name() != ".sandboxer" {
-					left = append(left, "workspace "+e.Name())
-				}
-			}
-			if len(left) > 0 {
-				return fmt.Errorf("destroy left: %s", strings.Join(left, ", "))
-			}
-			return nil
-		},
+		CheckDestroy:             swarmNothingLeft(t, sw, &stacks, root),
 		Steps: []resource.TestStep{
 			{
 				Config: cfg,
@@ -270,6 +289,14 @@ resource "sandboxer_restore" "back" {
 					if err := fileIs(pinnedWS, "state.txt", "known good\n"); err != nil {
 						return fmt.Errorf("in-place restore: %w", err)
 					}
+					fresh := "sbx-" + stateAttr(s, "sandboxer_restore.fresh", "sandbox_id")
+					stacks = append(stacks, fresh)
+					if err := fileIs(stateAttr(s, "sandboxer_restore.fresh", "workspace_dir"), "state.txt", "known good\n"); err != nil {
+						return fmt.Errorf("restore into a new sandbox: %w", err)
+					}
+					if n, err := nodesRunning(t, sw, fresh+"_keeper"); err != nil || n != 1 {
+						return fmt.Errorf("the restored stack's keeper runs on %d node(s) (%v), want 1", n, err)
+					}
 					return resource.TestCheckResourceAttr("sandboxer_sandbox.pinned", "status", "ready")(s)
 				},
 			},
@@ -297,4 +324,49 @@ func waitNodeDown(t *testing.T, sw *testharness.Swarm, node string) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+// A non-root SSH user in the docker group deploys, checkpoints and
+// removes a stack as root does, its root_dir under its home.
+func TestAccSwarm_nonRootUser(t *testing.T) {
+	testAccPreCheck(t)
+	sw := testharness.StartedSwarm(t)
+	name := testharness.Env(t, "SANDBOXER_TEST_SSH_NONROOT_USER")
+	u, err := user.Lookup(name)
+	if err != nil {
+		t.Fatalf("harness user %s: %v", name, err)
+	}
+	nr := newNonRoot(t, u)
+	managerID, err := sw.Docker(1, "info", "--format", "{{.Swarm.NodeID}}")
+	must(t, err)
+	repo := swarmRepo(t, strings.TrimSpace(managerID), true)
+	var stacks []string
+	cfg := swarmConfigAs(t, sw, name, nr.acc.rootDir) + fmt.Sprintf(`
+resource "sandboxer_sandbox" "stack" {
+  profile = "profile.swarm-e2e"
+  host    = "swarm"
+  inputs  = { repo = %q }
+}
+
+resource "sandboxer_snapshot" "good" {
+  sandbox_id = sandboxer_sandbox.stack.id
+  name       = "good"
+}
+`, repo)
+	resource.Test(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProviders,
+		CheckDestroy:             swarmNothingLeft(t, sw, &stacks, nr.acc.rootDir),
+		Steps: []resource.TestStep{{
+			Config: cfg,
+			ConfigStateChecks: []statecheck.StateCheck{
+				statecheck.ExpectKnownValue("sandboxer_sandbox.stack", tfjsonpath.New("status"), knownvalue.StringExact("ready")),
+				statecheck.ExpectKnownValue("sandboxer_snapshot.good", tfjsonpath.New("file_count"), knownvalue.Int64Exact(2)),
+			},
+			Check: func(s *terraform.State) error {
+				stacks = append(stacks, stateAttr(s, "sandboxer_sandbox.stack", "compose_project"))
+				return nr.ownedBy(stateAttr(s, "sandboxer_sandbox.stack", "workspace_dir"))
+			},
+		}},
+	})
 }

@@ -1,12 +1,15 @@
 package testharness
 
 import (
+	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/hosts"
 )
 
 // Swarm is the three-node Docker Swarm scripts/harness/swarm.sh stands up:
@@ -37,6 +40,23 @@ func StartedSwarm(t testing.TB) *Swarm {
 		t.Fatalf("SANDBOXER_TEST_SWARM_NODE_HOSTS names %d engines, want 3: run scripts/harness/swarm.sh up", len(s.Nodes))
 	}
 	return s
+}
+
+// Host is the manager as a host (over its sshd, as root) with a fresh
+// root directory.
+func (s *Swarm) Host() *hosts.Host {
+	s.t.Helper()
+	key, err := os.ReadFile(Env(s.t, "SANDBOXER_TEST_SSH_KEY"))
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	tr, err := hosts.NewSSH(hosts.SSHConfig{Name: "swarm", Address: s.SSHAddr, User: Env(s.t, "SANDBOXER_TEST_SSH_USER"),
+		PrivateKey: key, KnownHostsFile: s.KnownHosts})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	s.t.Cleanup(func() { _ = tr.Close() }) // best effort: the test is over
+	return &hosts.Host{Transport: tr, RootDir: s.t.TempDir()}
 }
 
 // Docker runs the docker CLI against node n (1-based) and returns its output.

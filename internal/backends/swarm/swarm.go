@@ -22,6 +22,7 @@ import (
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/catalog"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/composefile"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/hosts"
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/safepath"
 )
 
 // Name is the extension's catalog name.
@@ -69,30 +70,73 @@ func (e *Extension) Plan(_ *catalog.Profile, inputs, env map[string]string) (bac
 	return check(l)
 }
 
+// stackKeys and serviceKeys are what `docker stack deploy` accepts: it
+// validates the file against compose file format 3 and refuses any other
+// key (x- extensions aside), where compose itself accepts the newer
+// specification.
+var (
+	stackKeys   = keySet("version services networks volumes secrets configs")
+	serviceKeys = keySet("deploy build cap_add cap_drop cgroupns_mode cgroup_parent command configs container_name " +
+		"credential_spec depends_on devices dns dns_search domainname entrypoint env_file environment expose " +
+		"external_links extra_hosts healthcheck hostname image init ipc isolation labels links logging mac_address " +
+		"network_mode networks pid ports privileged read_only restart security_opt shm_size secrets sysctls stdin_open " +
+		"stop_grace_period stop_signal tmpfs tty ulimits oom_score_adj user userns_mode volumes working_dir")
+)
+
+func keySet(words string) map[string]bool {
+	set := map[string]bool{}
+	for _, w := range strings.Fields(words) {
+		set[w] = true
+	}
+	return set
+}
+
 func check(l *composefile.Loaded) (backends.Plan, error) {
 	p := l.Project
 	var plan backends.Plan
 	var errs []error
+	for _, k := range l.Keys() {
+		if !stackKeys[k.Name] && !strings.HasPrefix(k.Name, "x-") {
+			errs = append(errs, &composefile.FileError{File: l.Path, Line: k.Line,
+				Msg: fmt.Sprintf("top-level %q: docker stack deploy reads compose file format 3, which has no such key; remove it", k.Name)})
+		}
+	}
+	// Every service as written, also one a profile disables: stack deploy
+	// knows no profiles and validates them all.
+	for _, svc := range l.Keys("services") {
+		name := svc.Name
+		for _, k := range l.Keys("services", name) {
+			if !serviceKeys[k.Name] && !strings.HasPrefix(k.Name, "x-") {
+				errs = append(errs, &composefile.FileError{File: l.Path, Line: k.Line,
+					Msg: fmt.Sprintf("service %q sets %s: docker stack deploy reads compose file format 3, which has no such key; remove it", name, k.Name)})
+			}
+		}
+		if l.IsMapping("services", name, "depends_on") {
+			errs = append(errs, l.Errorf([]string{"services", name, "depends_on"},
+				"service %q lists depends_on with conditions: swarm starts services in no order and takes only a list of names "+
+					"(depends_on: [a, b]); make the service retry until its dependencies answer", name))
+		}
+	}
 	for _, name := range slices.Sorted(maps.Keys(p.Services)) {
 		svc := p.Services[name]
 		plan.Services = append(plan.Services, name)
-		if svc.Build != nil {
+		switch {
+		case svc.Build != nil && svc.Image == "":
 			errs = append(errs, l.Errorf([]string{"services", name, "build"},
-				"service %q has build: swarm does not build images; build and push the image (or load it on every node) and name it in image:", name))
+				"service %q has build and no image: swarm does not build images; build and push the image (or load it on every node) and name it in image:", name))
+		case svc.Build != nil:
+			plan.Warnings = append(plan.Warnings, fmt.Sprintf("%s: service %q has build: swarm does not build it, the nodes run image %q as they find it",
+				l.Ref("services", name, "build"), name, svc.Image))
+		case svc.Image == "":
+			errs = append(errs, l.Errorf([]string{"services", name}, "service %q has no image", name))
 		}
 		if svc.ContainerName != "" {
 			errs = append(errs, l.Errorf([]string{"services", name, "container_name"},
 				"service %q sets container_name: swarm names its tasks' containers itself; remove it", name))
 		}
-		if svc.Image == "" && svc.Build == nil {
-			errs = append(errs, l.Errorf([]string{"services", name}, "service %q has no image", name))
-		}
-		for _, dep := range slices.Sorted(maps.Keys(svc.DependsOn)) {
-			if c := svc.DependsOn[dep].Condition; c != "" && c != types.ServiceConditionStarted {
-				errs = append(errs, l.Errorf([]string{"services", name, "depends_on", dep},
-					"service %q waits for %q to be %s: swarm starts services in no order and ignores depends_on conditions; "+
-						"make the service retry until its dependency answers", name, dep, strings.TrimPrefix(c, "service_")))
-			}
+		if d := svc.Deploy; d != nil && strings.HasSuffix(d.Mode, "-job") {
+			errs = append(errs, l.Errorf([]string{"services", name, "deploy", "mode"},
+				"service %q is a %s: a job completes and stops, and a sandbox is ready only while its services run; run it as a step of the pipeline instead", name, d.Mode))
 		}
 		for _, port := range svc.Ports {
 			if port.Published != "" {
@@ -119,7 +163,7 @@ func check(l *composefile.Loaded) (backends.Plan, error) {
 }
 
 // pinRule matches a placement constraint naming one node.
-var pinRule = regexp.MustCompile(`^\s*node\.(hostname|id)\s*==\s*(\S+)\s*$`)
+var pinRule = regexp.MustCompile(`(?i)^\s*node\.(hostname|id)\s*==\s*(\S+)\s*$`)
 
 // pinnedNode is the node a service's placement constraints pin it to ("").
 func pinnedNode(d *types.DeployConfig) string {
@@ -139,16 +183,35 @@ func pinnedBy(constraints []string) string {
 }
 
 // deployScript deploys (or updates) the stack from the workspace. `docker
-// stack deploy` reads no .env file: the workspace's is exported first, line
-// by line as written (names checked, values literal), so interpolation sees
-// what compose would. --resolve-image never: images come from the nodes
-// (or the registry their daemons use), not from a digest lookup here.
+// stack deploy` reads no .env file: the workspace's is exported first, as
+// compose would read it for interpolation (NAME=value lines, an optional
+// `export `, quotes around the value, CRLF endings), other lines skipped;
+// names that would redirect the docker CLI itself (DOCKER_*, PATH, HOME)
+// are not exported. --resolve-image never: images come from the nodes (or
+// the registry their daemons use), not from a digest lookup here.
 func deployScript(sb *backends.Sandbox) string {
-	return "cd -- " + hosts.Quote(sb.WorkspaceDir) + " && " +
-		"if [ -f .env ]; then while IFS= read -r line || [ -n \"$line\" ]; do case $line in ''|'#'*) ;; *) export \"$line\";; esac; done < .env; fi && " +
+	// --detach (CLI >= 26) keeps the command from waiting for the tasks;
+	// WaitReady does, with the sandbox's timeout. Older CLIs do not wait.
+	return "cd -- " + hosts.Quote(sb.WorkspaceDir) + " || exit 1\n" + dotEnvExport +
+		"detach=; if docker stack deploy --help 2>/dev/null | grep -q -e '--detach'; then detach=--detach=true; fi\n" +
 		hosts.Command("docker", "stack", "deploy", "--compose-file", sb.ComposeFile, "--with-registry-auth=false",
-			"--prune", "--resolve-image", "never", "--detach=true", sb.ComposeProject) + " >/dev/null"
+			"--prune", "--resolve-image", "never") + " $detach " + hosts.Quote(StackName(sb.ID)) + " >/dev/null\n"
 }
+
+const dotEnvExport = `if [ -f .env ]; then
+	cr=$(printf '\r')
+	while IFS= read -r line || [ -n "$line" ]; do
+		line=${line%"$cr"}
+		line=${line#export }
+		case $line in DOCKER_*=* | PATH=* | HOME=*) continue ;; [A-Za-z_]*=*) ;; *) continue ;; esac
+		name=${line%%=*}
+		case $name in *[!A-Za-z0-9_]*) continue ;; esac
+		value=${line#*=}
+		case $value in \"*\") value=${value#\"}; value=${value%\"} ;; \'*\') value=${value#\'}; value=${value%\'} ;; esac
+		export "$name=$value"
+	done < .env
+fi
+`
 
 func (e *Extension) Provision(ctx context.Context, req backends.Request) (*backends.Sandbox, error) {
 	// A restore without a repo finds its compose file in the restored workspace.
@@ -207,12 +270,19 @@ func (e *Extension) Provision(ctx context.Context, req backends.Request) (*backe
 	}
 	if fromSnapshot {
 		// The services come from what the manager deployed.
-		out, err := hosts.Output(ctx, req.Host, servicesScript(sb))
+		out, err := hosts.Output(ctx, req.Host, hosts.Command("docker", "service", "ls",
+			"--filter", "label="+stackLabel+"="+sb.ComposeProject, "--format", "{{.Name}}"))
 		if err != nil {
 			return fail(fmt.Errorf("unable to list the services of stack %s: %w", sb.ComposeProject, err))
 		}
-		for _, s := range parseServices(string(out), sb.ComposeProject) {
-			sb.Services = append(sb.Services, s.name)
+		for _, name := range strings.Fields(string(out)) {
+			if name, ok := strings.CutPrefix(name, sb.ComposeProject+"_"); ok {
+				sb.Services = append(sb.Services, name)
+			}
+		}
+		slices.Sort(sb.Services)
+		if len(sb.Services) == 0 {
+			return fail(fmt.Errorf("stack %s was deployed from the restored %s, but the manager lists none of its services", sb.ComposeProject, sb.ComposeFile))
 		}
 	}
 	return sb, nil
@@ -223,6 +293,9 @@ func (e *Extension) Provision(ctx context.Context, req backends.Request) (*backe
 func restoredComposeFile(ctx context.Context, h *hosts.Host, sb *backends.Sandbox, name string) (string, error) {
 	candidates := composefile.DefaultFiles
 	if name != "" {
+		if err := safepath.Relative(name); err != nil {
+			return "", fmt.Errorf("input compose_file: %w", err)
+		}
 		candidates = []string{name}
 	}
 	var script strings.Builder
@@ -256,8 +329,10 @@ func (e *Extension) WaitReady(ctx context.Context, h *hosts.Host, sb *backends.S
 		case <-ctx.Done():
 			// The tasks' own errors say why (no such image on a node, no
 			// node matching a constraint).
-			why, _ := hosts.Output(context.WithoutCancel(ctx), h, hosts.Command("docker", "stack", "ps", "--no-trunc",
+			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
+			why, _ := hosts.Output(dctx, h, hosts.Command("docker", "stack", "ps", "--no-trunc",
 				"--filter", "desired-state=running", "--format", "{{.Name}} on {{.Node}}: {{.CurrentState}} {{.Error}}", sb.ComposeProject))
+			cancel()
 			return fmt.Errorf("sandbox %s was not ready in time (services: %s; tasks:\n%s): %w", sb.ID, describe(st.Services), strings.TrimSpace(string(why)), ctx.Err())
 		case <-time.After(wait):
 		}
@@ -284,15 +359,18 @@ func (e *Extension) Inspect(ctx context.Context, h *hosts.Host, sb *backends.San
 // replicas keeps counting a task on a node that went down (its last report
 // said running), so parseServices counts the tasks itself.
 func servicesScript(sb *backends.Sandbox) string {
-	return fmt.Sprintf(`f=%[1]s
+	return fmt.Sprintf(`f=%s
 svc=$(docker service ls --filter "$f" --format 'service|{{.Name}}|{{.Replicas}}') || exit 1
 [ -n "$svc" ] || exit 0
 echo "$svc"
-docker service inspect --format 'id|{{.ID}}|{{.Spec.Name}}' $(docker service ls -q --filter "$f") || exit 1
+ids=$(docker service ls -q --filter "$f") || exit 1
+docker service inspect --format 'id|{{.ID}}|{{.Spec.Name}}' $ids || exit 1
 docker node ls --format 'node|{{.ID}}|{{.Status}}' || exit 1
-tasks=$(docker stack ps -q --no-trunc --filter desired-state=running %[2]s) || exit 1
-[ -z "$tasks" ] || docker inspect --type task --format 'task|{{.ServiceID}}|{{.NodeID}}|{{.Status.State}}' $tasks
-`, hosts.Quote("label="+stackLabel+"="+sb.ComposeProject), hosts.Quote(sb.ComposeProject))
+tasks=$(docker service ps -q --no-trunc --filter desired-state=running $ids) || exit 1
+# A task replaced between the listing and here is left out: counted again
+# at the next look.
+[ -z "$tasks" ] || docker inspect --type task --format 'task|{{.ServiceID}}|{{.NodeID}}|{{.Status.State}}' $tasks 2>/dev/null || true
+`, hosts.Quote("label="+stackLabel+"="+StackName(sb.ID)))
 }
 
 type service struct {
@@ -362,7 +440,7 @@ func status(workspace bool, seen []service, declared []string) backends.Status {
 		state := stateMissing
 		switch {
 		case !ok:
-		case s.desired > 0 && s.running >= s.desired:
+		case s.running >= s.desired: // a service scaled to 0 is as asked
 			state = stateRunning
 			ready++
 			up++
@@ -395,46 +473,72 @@ func describe(services []backends.ServiceState) string {
 	return strings.Join(parts, ", ")
 }
 
-// removeStackScript removes the stack's services and networks and waits
-// (up to about two minutes) until the manager lists none of them and no
-// container of the stack is left on the manager's node; with volumes, then
-// the stack's volumes on the manager's node too. `docker stack rm` is
+// removeStackScript removes the stack's services, networks, secrets and
+// configs and waits, for at most removeWait, until the manager lists none
+// of them and no container of the stack is left on the manager's node
+// (those still there once the services are gone are removed); with
+// volumes, then the stack's volumes on the manager's node too (also those
+// a restore made under the compose project label). `docker stack rm` is
 // repeated every second: a network whose tasks were still detaching is
 // refused at first. An engine that does not answer fails the script, so
 // the record and workspace that name what to remove stay.
 func removeStackScript(stack string, volumes bool) string {
-	done := "exit 0"
+	done, withvols := "exit 0", "''"
 	if volumes {
-		done = `vols=$(docker volume ls -q --filter "$f") || unanswered
+		withvols = "1"
+		done = `vols=$(docker volume ls -q --filter "$f" && docker volume ls -q --filter "$fc") || unanswered
 		if [ -z "$vols" ]; then exit 0; fi
 		docker volume rm -f $vols >/dev/null 2>&1`
 	}
 	return fmt.Sprintf(`unanswered() { echo "the swarm manager did not answer: what the stack made may remain" >&2; exit 1; }
-f=%[1]s
+f=%[1]s fc=%[2]s withvols=%[6]s
+end=$(( $(date +%%s) + %[5]d ))
+# A host that left the swarm took the stack's services and networks with
+# it: what remains of the stack here is containers and volumes. A worker
+# cannot remove a stack: say so rather than wait.
+node=$(docker info --format '{{.Swarm.LocalNodeState}} {{.Swarm.ControlAvailable}}') || unanswered
+case $node in
+"active true") ;;
+inactive*)
+	ids=$(docker ps -aq --filter "$f") || unanswered
+	[ -z "$ids" ] || docker rm -f -v $ids >/dev/null || exit 1
+	if [ -n "$withvols" ]; then
+		ids=$(docker volume ls -q --filter "$f" && docker volume ls -q --filter "$fc") || unanswered
+		[ -z "$ids" ] || docker volume rm -f $ids >/dev/null || exit 1
+	fi
+	exit 0 ;;
+*) echo "this host is not a manager of its swarm (node state: $node): the stack can be removed only through a manager" >&2; exit 1 ;;
+esac
 i=0
 while :; do
-	left=$(docker service ls -q --filter "$f" && docker network ls -q --filter "$f" && docker ps -aq --filter "$f") || unanswered
-	if [ -z "$left" ]; then
-		%[3]s
+	objects=$(docker service ls -q --filter "$f" && docker network ls -q --filter "$f" &&
+		docker secret ls -q --filter "$f" && docker config ls -q --filter "$f") || unanswered
+	containers=$(docker ps -aq --filter "$f") || unanswered
+	left="$objects $containers"
+	if [ -z "$objects" ] && [ -z "$containers" ]; then
+		%[4]s
+	elif [ -z "$objects" ]; then
+		docker rm -f -v $containers >/dev/null 2>&1
 	elif [ $((i %% 10)) -eq 0 ]; then
-		docker stack rm %[2]s >/dev/null 2>&1
+		docker stack rm %[3]s >/dev/null 2>&1
 	fi
 	i=$((i+1))
-	if [ "$i" -ge 1200 ]; then echo "resources of stack "%[2]s" remain: $left $vols" >&2; exit 1; fi
+	if [ "$(date +%%s)" -ge "$end" ]; then echo "resources of stack "%[3]s" remain: $left $vols" >&2; exit 1; fi
 	sleep 0.1
 done
-`, hosts.Quote("label="+stackLabel+"="+stack), hosts.Quote(stack), done)
+`, hosts.Quote("label="+stackLabel+"="+stack), hosts.Quote("label=com.docker.compose.project="+stack), hosts.Quote(stack), done, int(removeWait.Seconds()), withvols)
 }
+
+// removeWait bounds removeStackScript: within the two minutes a cleanup
+// after a failed create has, so the script says what remains.
+const removeWait = 100 * time.Second
 
 // Teardown removes the stack (services, networks, the manager node's
 // volumes) and waits until they are gone, then the workspace. Already gone
-// is success.
+// is success. The stack is named after the id, never after what a record
+// says.
 func (e *Extension) Teardown(ctx context.Context, h *hosts.Host, sb *backends.Sandbox) error {
-	stack := sb.ComposeProject
-	if stack == "" {
-		stack = StackName(sb.ID)
-	}
-	if err := h.Run(ctx, removeStackScript(stack, true), nil, nil); err != nil {
+	if err := h.Run(ctx, removeStackScript(StackName(sb.ID), true), nil, nil); err != nil {
 		return fmt.Errorf("unable to remove the services, networks and volumes of sandbox %s: %w", sb.ID, err)
 	}
 	return backends.RemoveWorkspace(ctx, h, sb.WorkspaceDir, sb.ID)
@@ -455,7 +559,7 @@ func (e *Extension) Unpause(context.Context, *hosts.Host, *backends.Sandbox) err
 // until their tasks are gone: swarm has no stop, and scaling to zero would
 // not stop a global service.
 func (e *Extension) Stop(ctx context.Context, h *hosts.Host, sb *backends.Sandbox) error {
-	if err := h.Run(ctx, removeStackScript(sb.ComposeProject, false), nil, nil); err != nil {
+	if err := h.Run(ctx, removeStackScript(StackName(sb.ID), false), nil, nil); err != nil {
 		return fmt.Errorf("unable to stop sandbox %s: %w", sb.ID, err)
 	}
 	return nil
@@ -485,7 +589,7 @@ func (e *Extension) CheckSnapshot(ctx context.Context, h *hosts.Host, sb *backen
 	}
 	out, err := hosts.Output(ctx, h, fmt.Sprintf(`ids=$(docker service ls -q --filter %s) || exit 1
 if [ -n "$ids" ]; then docker service inspect --format '{{.Spec.Name}}|{{join .Spec.TaskTemplate.Placement.Constraints ";"}}' $ids; fi`,
-		hosts.Quote("label="+stackLabel+"="+sb.ComposeProject)))
+		hosts.Quote("label="+stackLabel+"="+StackName(sb.ID))))
 	if err != nil {
 		return fmt.Errorf("unable to read the placement of the services of sandbox %s: %w", sb.ID, err)
 	}

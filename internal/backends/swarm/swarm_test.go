@@ -34,7 +34,8 @@ func profile(t *testing.T) *catalog.Profile {
 }
 
 func TestPlanRefusesWhatSwarmIgnores(t *testing.T) {
-	inputs := repoWith(t, `services:
+	inputs := repoWith(t, `name: app
+services:
   web:
     image: busybox
     container_name: fixed
@@ -42,23 +43,31 @@ func TestPlanRefusesWhatSwarmIgnores(t *testing.T) {
     build: .
   api:
     image: busybox
+    profiles: [debug]
     depends_on:
       db:
         condition: service_healthy
   db:
     image: busybox
+  migrate:
+    image: busybox
+    deploy:
+      mode: replicated-job
 `)
 	if err := os.WriteFile(filepath.Join(inputs["repo"], "Dockerfile"), []byte("FROM scratch\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	_, err := New().Plan(profile(t), inputs, nil)
 	if err == nil {
-		t.Fatal("plan accepted container_name, build and a depends_on condition")
+		t.Fatal("plan accepted what docker stack deploy refuses")
 	}
 	for _, want := range []string{
-		`line 4: service "web" sets container_name`,
-		`line 6: service "builder" has build: swarm does not build images`,
-		`service "api" waits for "db" to be healthy`,
+		`line 1: top-level "name": docker stack deploy reads compose file format 3`,
+		`line 5: service "web" sets container_name`,
+		`line 7: service "builder" has build and no image: swarm does not build images`,
+		`line 10: service "api" sets profiles: docker stack deploy reads compose file format 3`,
+		`line 11: service "api" lists depends_on with conditions`,
+		`line 19: service "migrate" is a replicated-job`,
 	} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q:\n%v", want, err)
@@ -67,11 +76,16 @@ func TestPlanRefusesWhatSwarmIgnores(t *testing.T) {
 }
 
 func TestPlanServicesAndWarnings(t *testing.T) {
-	inputs := repoWith(t, `services:
+	inputs := repoWith(t, `version: "3.8"
+x-common: &common
+  image: busybox
+services:
   web:
     image: busybox
+    build: .
     ports: ["8080:80"]
     depends_on: [db]
+    x-note: kept
     deploy:
       replicas: 2
   db:
@@ -87,6 +101,9 @@ volumes:
   data: {}
   cache: {}
 `)
+	if err := os.WriteFile(filepath.Join(inputs["repo"], "Dockerfile"), []byte("FROM scratch\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	plan, err := New().Plan(profile(t), inputs, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -95,7 +112,8 @@ volumes:
 		t.Fatalf("services %s", got)
 	}
 	all := strings.Join(plan.Warnings, "\n")
-	if !strings.Contains(all, `service "web" publishes port 8080`) || !strings.Contains(all, `service "db" mounts volume "data" but is not pinned`) {
+	if !strings.Contains(all, `service "web" publishes port 8080`) || !strings.Contains(all, `service "db" mounts volume "data" but is not pinned`) ||
+		!strings.Contains(all, `service "web" has build: swarm does not build it, the nodes run image "busybox"`) {
 		t.Fatalf("warnings:\n%s", all)
 	}
 	if strings.Contains(all, `"cache"`) {
@@ -139,6 +157,7 @@ func TestParseServicesAndStatus(t *testing.T) {
 		{"a node down", true, svcOutput("Down", "s1 n1 running", "s1 n2 running", "s2 n1 running"), backends.StatusDegraded},
 		{"one service gone", true, "service|sbx-a_web|2/2\nid|s1|sbx-a_web\nnode|n1|Ready\ntask|s1|n1|running\ntask|s1|n1|running\n", backends.StatusDegraded},
 		{"nothing runs", true, svcOutput("Ready", "s1 n1 preparing"), backends.StatusStopped},
+		{"scaled to zero as asked", true, "service|sbx-a_web|0/0\nservice|sbx-a_db|1/1\nid|s2|sbx-a_db\nnode|n1|Ready\ntask|s2|n1|running\n", backends.StatusReady},
 		{"no services", true, "", backends.StatusStopped},
 		{"workspace gone", false, svcOutput("Ready", "s1 n1 running", "s1 n2 running", "s2 n2 running"), backends.StatusMissing},
 	}
@@ -184,6 +203,31 @@ func TestScriptsParse(t *testing.T) {
 		out, err := exec.Command("sh", "-n", "-c", script).CombinedOutput()
 		if err != nil {
 			t.Errorf("%s: %v\n%s\n%s", name, err, out, script)
+		}
+	}
+}
+
+// The workspace .env is exported for docker stack deploy's interpolation as
+// compose reads it; lines that are not assignments, and names that would
+// redirect the docker CLI, are skipped, under dash and bash alike.
+func TestDotEnvExport(t *testing.T) {
+	dir := t.TempDir()
+	env := "A=plain\r\nexport B=\"double quoted\"\nC='single $HOME'\n  # indented comment\nD=x=y \\ $z\n" +
+		"DOCKER_HOST=tcp://elsewhere\nPATH=/nowhere\nnot an assignment\n1BAD=x\nE=\"\nF=last"
+	if err := os.WriteFile(filepath.Join(dir, ".env"), []byte(env), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	script := "cd " + dir + "\n" + dotEnvExport + `printf '%s|' "$A" "$B" "$C" "$D" "$E" "$F" "${DOCKER_HOST-unset}" "$PATH"`
+	for _, sh := range []string{"sh", "bash"} {
+		cmd := exec.Command(sh, "-c", script)
+		cmd.Env = []string{"PATH=/usr/bin:/bin"}
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s: %v: %s", sh, err, out)
+		}
+		want := `plain|double quoted|single $HOME|x=y \ $z|"|last|unset|/usr/bin:/bin|`
+		if string(out) != want {
+			t.Errorf("%s exported\n%q, want\n%q", sh, out, want)
 		}
 	}
 }
