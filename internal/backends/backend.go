@@ -87,6 +87,31 @@ type Status struct {
 	Services []ServiceState
 }
 
+// SandboxState is a sandbox's state from what its extension saw: whether
+// its workspace exists, and of its declared services how many are ready
+// and how many are up at all (ready, or running but not yet healthy).
+func SandboxState(workspace bool, declared, ready, up int) string {
+	switch {
+	case !workspace:
+		return StatusMissing
+	case ready == declared:
+		return StatusReady
+	case up == 0:
+		return StatusStopped
+	default:
+		return StatusDegraded
+	}
+}
+
+// Describe is "name=state, ..." of services, for messages.
+func Describe(services []ServiceState) string {
+	parts := make([]string, len(services))
+	for i, s := range services {
+		parts[i] = s.Name + "=" + s.State
+	}
+	return strings.Join(parts, ", ")
+}
+
 // ReadyStatus is the status a sandbox has when WaitReady has just returned:
 // ready, every declared service running.
 func ReadyStatus(sb *Sandbox) Status {

@@ -316,7 +316,7 @@ func (e *Extension) WaitReady(ctx context.Context, h *hosts.Host, sb *backends.S
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("sandbox %s was not ready in time (services: %s): %w", sb.ID, describe(st.Services), ctx.Err())
+			return fmt.Errorf("sandbox %s was not ready in time (services: %s): %w", sb.ID, backends.Describe(st.Services), ctx.Err())
 		case <-time.After(wait):
 		}
 		wait = min(2*wait, max(e.PollInterval, 50*time.Millisecond))
@@ -415,16 +415,7 @@ func parseStatus(out string, declared []string) backends.Status {
 		}
 		st.Services = append(st.Services, s)
 	}
-	switch {
-	case !workspace:
-		st.State = backends.StatusMissing
-	case ready == len(declared):
-		st.State = backends.StatusReady
-	case up == 0:
-		st.State = backends.StatusStopped
-	default:
-		st.State = backends.StatusDegraded
-	}
+	st.State = backends.SandboxState(workspace, len(declared), ready, up)
 	return st
 }
 
@@ -467,14 +458,6 @@ if [ -n "$left" ]; then echo "resources of project "%[3]s" remain: $left" >&2; e
 		return fmt.Errorf("unable to remove the containers, networks and volumes of sandbox %s: %w", sb.ID, err)
 	}
 	return backends.RemoveWorkspace(ctx, h, sb.WorkspaceDir, sb.ID)
-}
-
-func describe(services []backends.ServiceState) string {
-	parts := make([]string, len(services))
-	for i, s := range services {
-		parts[i] = s.Name + "=" + s.State
-	}
-	return strings.Join(parts, ", ")
 }
 
 func tail(s string, n int) string {

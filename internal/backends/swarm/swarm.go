@@ -333,7 +333,7 @@ func (e *Extension) WaitReady(ctx context.Context, h *hosts.Host, sb *backends.S
 			why, _ := hosts.Output(dctx, h, hosts.Command("docker", "stack", "ps", "--no-trunc",
 				"--filter", "desired-state=running", "--format", "{{.Name}} on {{.Node}}: {{.CurrentState}} {{.Error}}", sb.ComposeProject))
 			cancel()
-			return fmt.Errorf("sandbox %s was not ready in time (services: %s; tasks:\n%s): %w", sb.ID, describe(st.Services), strings.TrimSpace(string(why)), ctx.Err())
+			return fmt.Errorf("sandbox %s was not ready in time (services: %s; tasks:\n%s): %w", sb.ID, backends.Describe(st.Services), strings.TrimSpace(string(why)), ctx.Err())
 		case <-time.After(wait):
 		}
 		wait = min(2*wait, max(e.PollInterval, 50*time.Millisecond))
@@ -452,25 +452,8 @@ func status(workspace bool, seen []service, declared []string) backends.Status {
 		}
 		st.Services = append(st.Services, backends.ServiceState{Name: name, State: state})
 	}
-	switch {
-	case !workspace:
-		st.State = backends.StatusMissing
-	case ready == len(declared):
-		st.State = backends.StatusReady
-	case up == 0:
-		st.State = backends.StatusStopped
-	default:
-		st.State = backends.StatusDegraded
-	}
+	st.State = backends.SandboxState(workspace, len(declared), ready, up)
 	return st
-}
-
-func describe(services []backends.ServiceState) string {
-	parts := make([]string, len(services))
-	for i, s := range services {
-		parts[i] = s.Name + "=" + s.State
-	}
-	return strings.Join(parts, ", ")
 }
 
 // removeStackScript removes the stack's services, networks, secrets and

@@ -165,7 +165,7 @@ func TestParseServicesAndStatus(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			st := status(c.workspace, parseServices(c.out, "sbx-a"), []string{"db", "web"})
 			if st.State != c.want {
-				t.Fatalf("state %s, want %s (%s)", st.State, c.want, describe(st.Services))
+				t.Fatalf("state %s, want %s (%s)", st.State, c.want, backends.Describe(st.Services))
 			}
 		})
 	}
