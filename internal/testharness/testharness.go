@@ -296,7 +296,8 @@ func (s *PrivateSSHD) Accepted() int {
 
 // StatefulComposeRepo is a compose stack keeping its state in two named volumes:
 // "pairs" is written continuously, a and b always with the same number
-// (a consistent cut has them equal; $$ is compose's escaped $), "files" holds a file owned by
+// (a consistent cut has them equal; $$ is compose's escaped $; a stop ends
+// the loop after a whole pair, never between its two writes), "files" holds a file owned by
 // 1234:1234, a setgid directory and a link to /etc, made once.
 func StatefulComposeRepo(t testing.TB) string {
 	image := Image(t)
@@ -304,7 +305,7 @@ func StatefulComposeRepo(t testing.TB) string {
 	compose := `services:
   writer:
     image: ` + image + `
-    command: ["sh", "-c", "trap 'exit 0' TERM; [ -f /pairs/config ] || echo original > /pairs/config; i=0; while true; do i=$$((i+1)); echo $$i > /pairs/a; echo $$i > /pairs/b; usleep 2000; done"]
+    command: ["sh", "-c", "trap 'stop=1' TERM; [ -f /pairs/config ] || echo original > /pairs/config; i=0; while [ -z \"$$stop\" ]; do i=$$((i+1)); echo $$i > /pairs/a; echo $$i > /pairs/b; usleep 2000; done"]
     volumes: ["pairs:/pairs"]
   keeper:
     image: ` + image + `
