@@ -33,14 +33,7 @@ func TestReapWithoutInstalling(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The reaper compares whole seconds: past the expiry's second.
-	for time.Now().UTC().Truncate(time.Second).Compare(expiring.ExpiresAt.Add(time.Second)) <= 0 {
-		select {
-		case <-ctx.Done():
-			t.Fatal(ctx.Err())
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
+	waitPastExpiry(ctx, t, expiring)
 
 	reaped, err := reg.Reap(ctx, h)
 	if err != nil || !slices.Equal(reaped, []string{expiring.ID}) {
@@ -68,5 +61,19 @@ func TestReapWithoutInstalling(t *testing.T) {
 	}
 	if _, err := os.Stat(nowhere.RootDir); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("reaping made the root directory: %v", err)
+	}
+}
+
+// waitPastExpiry returns once the clock (the harness hosts' too: this
+// machine's) is past sb's expiry as the reaper sees it: it compares whole
+// seconds, so past the expiry's second.
+func waitPastExpiry(ctx context.Context, t *testing.T, sb *backends.Sandbox) {
+	t.Helper()
+	for time.Now().UTC().Truncate(time.Second).Compare(sb.ExpiresAt.Add(time.Second)) <= 0 {
+		select {
+		case <-ctx.Done():
+			t.Fatal(ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
 	}
 }

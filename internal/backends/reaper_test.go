@@ -45,7 +45,7 @@ func TestReaperRemovesOnlyExpiredSandboxes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = reg.Destroy(context.Background(), h, keeper.ID) }() // best-effort cleanup
-	time.Sleep(1500 * time.Millisecond)
+	waitPastExpiry(ctx, t, expiring)
 
 	reaped, err := backends.RunReaper(ctx, h)
 	if err != nil {
@@ -241,7 +241,7 @@ func TestHostileRootDirectory(t *testing.T) {
 	if _, err := os.Stat(script); err != nil {
 		t.Fatalf("the reaper is not installed: %v", err)
 	}
-	time.Sleep(1500 * time.Millisecond)
+	waitPastExpiry(ctx, t, expiring)
 	// Run as cron would: the command of the root's crontab line.
 	tab, err := hosts.Output(ctx, h, "crontab -l")
 	if err != nil {

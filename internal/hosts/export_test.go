@@ -7,3 +7,7 @@ func SFTPWrites(s *SSH) int64 { return s.sftpWrites.Load() }
 // UploadShell is Upload through the shell pipeline whatever the transport,
 // for tests and benchmarks that compare the two paths.
 var UploadShell = uploadShell
+
+// ShellsStarted reports how many shells s has started, so tests can tell
+// that commands shared them.
+func ShellsStarted(s *SSH) int64 { return s.shellsStarted.Load() }

@@ -306,10 +306,8 @@ func (e deadConnError) Unwrap() error { return e.err }
 // client when the host refuses the subsystem, and a deadConnError when conn
 // is unusable.
 func (s *SSH) openSFTP(ctx context.Context, conn *ssh.Client) (*sftpState, error) {
-	select {
-	case s.sem <- struct{}{}: // the channel's session token; see SSH.sem
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	if err := s.acquire(ctx); err != nil { // the channel's session token; see SSH.sem
+		return nil, err
 	}
 	// A raw channel rather than sftp.NewClient: NewClient leaves the session
 	// open when the subsystem request is refused (holding a server session

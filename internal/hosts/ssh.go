@@ -75,6 +75,16 @@ type SSH struct {
 	// most one sftp channel.
 	sftpOpening chan struct{}
 	sftpWrites  atomic.Int64 // files written through sftp, for tests
+
+	// Shells (shell.go) waiting for a command, each holding a session
+	// token; under mu. idleReady is signalled when one is put back, for
+	// whoever waits for a token (acquire).
+	idle      []*shell
+	idleReady chan struct{}
+	// noShells is set when a host could not start a shell: its commands
+	// get sessions of their own from then on.
+	noShells      atomic.Bool
+	shellsStarted atomic.Int64 // for tests
 }
 
 var _ Transport = (*SSH)(nil)
@@ -89,7 +99,7 @@ func NewSSH(cfg SSHConfig) (*SSH, error) {
 	if n <= 0 {
 		n = DefaultMaxSessions
 	}
-	return &SSH{cfg: cfg, sem: make(chan struct{}, n), sftpOpening: make(chan struct{}, 1)}, nil
+	return &SSH{cfg: cfg, sem: make(chan struct{}, n), sftpOpening: make(chan struct{}, 1), idleReady: make(chan struct{}, 1)}, nil
 }
 
 func (s *SSH) Host() string { return s.cfg.Name }
@@ -111,6 +121,11 @@ func (s *SSH) dropLocked() {
 	// gives its session token back. A host that refused sftp is asked again
 	// on the next connection: it may have been reconfigured meanwhile.
 	s.sftp = nil
+	// Idle shells end with their connection; their tokens are free again.
+	for _, sh := range s.idle {
+		sh.close()
+	}
+	s.idle = nil
 	for i := len(s.closers) - 1; i >= 0; i-- {
 		_ = s.closers[i].Close()
 	}
@@ -177,66 +192,50 @@ func (s *SSH) connected(ctx context.Context, stale *ssh.Client) (*ssh.Client, er
 	return client, nil
 }
 
+// Run runs script with `sh -c` on the host: in an idle shell when it has no
+// standard input (shell.go), else in a session of its own.
 func (s *SSH) Run(ctx context.Context, script string, stdin io.Reader, stdout io.Writer) error {
-	select {
-	case s.sem <- struct{}{}:
-	case <-ctx.Done():
-		return ctx.Err()
+	if stdout == nil {
+		stdout = io.Discard
 	}
-	defer func() { <-s.sem }()
-
-	client, err := s.connected(ctx, nil)
-	if err != nil {
-		return err
-	}
-	session, err := s.openSession(ctx, client)
-	if err != nil && ctx.Err() == nil {
-		// The pooled connection died (host rebooted, idle timeout): redial once.
-		if client, err = s.connected(ctx, client); err != nil {
+	if stdin == nil && len(script) <= shellScriptMax && !s.noShells.Load() {
+		if err := s.runShell(ctx, script, stdout); !errors.Is(err, errNotRun) {
 			return err
 		}
-		session, err = s.openSession(ctx, client)
+		// The shell ended before it took the command: run it on its own.
 	}
+	if err := s.acquire(ctx); err != nil {
+		return err
+	}
+	defer func() { <-s.sem }()
+	session, client, err := s.newSession(ctx)
 	if err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		return fmt.Errorf("host %q (%s): unable to open SSH session: %w", s.cfg.Name, s.cfg.Address, err)
+		return err
 	}
 	// Closed after its command ended (or was killed and closed below): an
 	// error (io.EOF once closed) says nothing about the command.
 	defer func() { _ = session.Close() }()
 
 	session.Stdin = stdin
-	if stdout == nil {
-		stdout = io.Discard
-	}
 	session.Stdout = stdout
 	stderr := &tailBuffer{n: stderrTailBytes}
 	session.Stderr = stderr
 
 	// The login shell may be anything; run the script under sh explicitly.
-	start := make(chan error, 1)
-	go func() { start <- session.Start(Command("sh", "-c", script)) }()
-	select {
-	case err = <-start:
-	case <-ctx.Done():
-		return ctx.Err() // the deferred Close ends the session, started or not
-	case <-time.After(answerTimeout):
-		s.drop(client)
-		err = fmt.Errorf("the connection did not answer in %s", answerTimeout)
-	}
-	if err != nil {
-		return fmt.Errorf("host %q (%s): unable to start command: %w", s.cfg.Name, s.cfg.Address, err)
+	if err := s.start(ctx, client, session, Command("sh", "-c", script)); err != nil {
+		return err
 	}
 	done := make(chan error, 1)
 	go func() { done <- session.Wait() }()
 	select {
 	case err = <-done:
 	case <-ctx.Done():
+		// Servers that honour signal requests kill the command; OpenSSH
+		// refuses them, and the command ends when it next reads or writes
+		// its closed input or output (in a shell it is killed: shell.go).
 		_ = session.Signal(ssh.SIGKILL)
 		_ = session.Close()
-		// Killed: how its Wait ends says nothing more.
+		// Given up: how its Wait ends says nothing more.
 		select {
 		case <-done: //nolint:errcheck // see above
 		case <-time.After(answerTimeout):
@@ -253,6 +252,73 @@ func (s *SSH) Run(ctx context.Context, script string, stdin io.Reader, stdout io
 		return &CommandError{Host: s.cfg.Name, Script: script, ExitCode: exitErr.ExitStatus(), Stderr: stderr.String()}
 	}
 	return fmt.Errorf("host %q (%s): command did not complete: %w", s.cfg.Name, s.cfg.Address, err)
+}
+
+// acquire takes a session token (see SSH.sem): a free one, else an idle
+// shell's (closing the shell), else it waits for either.
+func (s *SSH) acquire(ctx context.Context) error {
+	for {
+		select {
+		case s.sem <- struct{}{}:
+			return nil
+		default:
+		}
+		if sh := s.takeIdle(); sh != nil {
+			sh.closeKeepToken()
+			return nil
+		}
+		select {
+		case s.sem <- struct{}{}:
+			return nil
+		case <-s.idleReady:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// newSession opens a session on the pooled connection, redialling once
+// when the connection turns out dead. The caller holds a token.
+func (s *SSH) newSession(ctx context.Context) (*ssh.Session, *ssh.Client, error) {
+	client, err := s.connected(ctx, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	session, err := s.openSession(ctx, client)
+	if err != nil && ctx.Err() == nil {
+		// The pooled connection died (host rebooted, idle timeout): redial once.
+		if client, err = s.connected(ctx, client); err != nil {
+			return nil, nil, err
+		}
+		session, err = s.openSession(ctx, client)
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, nil, ctx.Err()
+		}
+		return nil, nil, fmt.Errorf("host %q (%s): unable to open SSH session: %w", s.cfg.Name, s.cfg.Address, err)
+	}
+	return session, client, nil
+}
+
+// start starts cmd in session, giving up when ctx ends or the host does not
+// answer within answerTimeout (then the connection is dropped).
+func (s *SSH) start(ctx context.Context, client *ssh.Client, session *ssh.Session, cmd string) error {
+	start := make(chan error, 1)
+	go func() { start <- session.Start(cmd) }()
+	var err error
+	select {
+	case err = <-start:
+	case <-ctx.Done():
+		return ctx.Err() // the caller's Close ends the session, started or not
+	case <-time.After(answerTimeout):
+		s.drop(client)
+		err = fmt.Errorf("the connection did not answer in %s", answerTimeout)
+	}
+	if err != nil {
+		return fmt.Errorf("host %q (%s): unable to start command: %w", s.cfg.Name, s.cfg.Address, err)
+	}
+	return nil
 }
 
 // dial connects to cfg.Address, through cfg.Bastion when set. It returns the

@@ -1,0 +1,481 @@
+package hosts
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-log/tflog"
+	"golang.org/x/crypto/ssh"
+)
+
+// A shell is a long-lived session on an SSH host that runs commands one
+// after another, so that a command costs a round trip instead of a session:
+// sshd starts every session through the user's login shell, which may read
+// startup files (bash reads ~/.bashrc for commands run by sshd) taking tens
+// to hundreds of milliseconds each time. A shell pays that once.
+//
+// Only commands without standard input run in a shell (their stdin is
+// /dev/null, as a session's with no input); the rest get a session of their
+// own. An idle shell keeps its session token (SSH.sem): the host counts its
+// channel against MaxSessions. A command for a shell waits for an idle one
+// or a free token; whoever needs a token for anything else while none is
+// free closes an idle shell and takes its token (SSH.acquire).
+//
+// The protocol, over the session's stdin, stdout and stderr, one command at
+// a time, marked by a nonce of 128 random bits per command that no output
+// can contain by chance:
+//
+//	client: NONCE \n SCRIPT-LINES \n NONCE \n
+//	shell:  NONCE \n (ack: the script is whole and about to run)
+//	        the script's stdout, then NONCE RC \n          on stdout
+//	        the script's stderr, then NONCE                on stderr
+//
+// A script cut short (the connection ends mid-request) is never run: the
+// shell runs only what ends with the nonce line. The client sends nothing
+// while a command runs, so input then means the session ended (the client
+// gave up on the command, or the connection died): a watcher reading the
+// shell's input kills the shell's process group, the command and whatever
+// it started with it. sshd's signal requests cannot do that: OpenSSH
+// refuses them ("session signalling requires privilege separation").
+type shell struct {
+	client  *ssh.Client
+	session *ssh.Session
+	in      io.WriteCloser
+	out     *bufio.Reader
+	errs    *bufio.Reader
+	ended   chan struct{} // closed when the session has ended
+	exit    error         // session.Wait's answer, once ended
+	idle    time.Time     // since when it waits for a command
+	once    sync.Once
+	release func() // gives the session token back
+}
+
+// shellScriptMax bounds the scripts sent to a shell: it reads a request a
+// byte at a time (sh's read), about 2 ms per KiB, so a larger script is
+// cheaper in a session of its own. The provider's scripts are a few KiB.
+const shellScriptMax = 16 << 10
+
+// shellProbeAfter is how long a shell may sit idle before its connection is
+// probed ahead of a command: a connection that died silently meanwhile is
+// found before a command is sent into it, and redialled.
+const shellProbeAfter = 10 * time.Second
+
+// shellBanner is what a shell prints on both streams once it is reading
+// requests; whatever the login shell printed before it is discarded.
+const shellBanner = "sandboxer-shell-v1\n"
+
+// shellScript is the shell's loop, run with `sh -c`. Its variables are
+// prefixed and not exported: a command sees the session's environment, as
+// in a session of its own. The command runs in the foreground (signals as
+// in a session); the watcher, in the background, reads the shell's input
+// (fd 3: a background list's stdin is /dev/null) and kills the process
+// group, which sshd made the session's own.
+const shellScript = `printf 'sandboxer-shell-v1\n'; printf 'sandboxer-shell-v1\n' >&2
+exec 3<&0
+while IFS= read -r _sbx_n; do
+	_sbx_s= _sbx_e=
+	while IFS= read -r _sbx_l; do
+		if [ "$_sbx_l" = "$_sbx_n" ]; then _sbx_e=1; break; fi
+		_sbx_s="$_sbx_s$_sbx_l
+"
+	done
+	[ -n "$_sbx_e" ] || exit 0
+	{ IFS= read -r _sbx_l; kill -s KILL 0; } <&3 &
+	_sbx_w=$!
+	printf '%s\n' "$_sbx_n"
+	sh -c "$_sbx_s" </dev/null 3<&-
+	_sbx_r=$?
+	kill "$_sbx_w" 2>/dev/null
+	wait "$_sbx_w" 2>/dev/null
+	printf '%s' "$_sbx_n" >&2
+	printf '%s %d\n' "$_sbx_n" "$_sbx_r"
+done`
+
+// errNotRun says a command was not run in a shell (none could take it, or
+// the one it was sent to had ended before it took it): it can be run
+// elsewhere.
+var errNotRun = errors.New("no shell took the command")
+
+// runShell runs script in an idle shell, or in a new one. errNotRun says
+// it did not run.
+func (s *SSH) runShell(ctx context.Context, script string, stdout io.Writer) error {
+	sh, err := s.shellFor(ctx)
+	if err != nil {
+		return err
+	}
+	err = s.runInShell(ctx, sh, script, stdout)
+	var exit *CommandError
+	if err == nil || errors.As(err, &exit) {
+		s.putIdle(sh)
+		return err
+	}
+	sh.close()
+	if errors.Is(err, errNotRun) || ctx.Err() != nil {
+		return err
+	}
+	return fmt.Errorf("host %q (%s): %w", s.cfg.Name, s.cfg.Address, err)
+}
+
+// shellFor returns an idle shell, or starts one when a token is free,
+// waiting for whichever comes first.
+func (s *SSH) shellFor(ctx context.Context) (*shell, error) {
+	for {
+		if sh := s.takeIdle(); sh != nil {
+			if time.Since(sh.idle) < shellProbeAfter || s.answers(ctx, sh.client) {
+				return sh, nil
+			}
+			sh.close() // its connection is dropped: the next shell redials
+			continue
+		}
+		select {
+		case s.sem <- struct{}{}:
+			return s.startShell(ctx)
+		default:
+		}
+		select {
+		case s.sem <- struct{}{}:
+			return s.startShell(ctx)
+		case <-s.idleReady:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// answers reports whether client answers a request within answerTimeout;
+// one that does not is dropped.
+func (s *SSH) answers(ctx context.Context, client *ssh.Client) bool {
+	reply := make(chan error, 1)
+	go func() {
+		// Any reply, even a refusal, is an answer.
+		_, _, err := client.SendRequest("keepalive@openssh.com", true, nil)
+		reply <- err
+	}()
+	timer := time.NewTimer(answerTimeout)
+	defer timer.Stop()
+	select {
+	case err := <-reply:
+		return err == nil
+	case <-ctx.Done():
+		return false
+	case <-timer.C:
+		s.drop(client)
+		return false
+	}
+}
+
+// takeIdle returns an idle shell of the pooled connection, if any, and
+// passes the word on when more are idle.
+func (s *SSH) takeIdle() *shell {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for len(s.idle) > 0 {
+		sh := s.idle[len(s.idle)-1]
+		s.idle = s.idle[:len(s.idle)-1]
+		select {
+		case <-sh.ended:
+			sh.close()
+			continue
+		default:
+		}
+		if sh.client != s.client {
+			sh.close() // of a connection given up
+			continue
+		}
+		if len(s.idle) > 0 {
+			s.signalIdle()
+		}
+		return sh
+	}
+	return nil
+}
+
+// putIdle keeps sh for the next command and tells one waiter.
+func (s *SSH) putIdle(sh *shell) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if sh.client != s.client {
+		sh.close()
+		return
+	}
+	sh.idle = time.Now()
+	s.idle = append(s.idle, sh)
+	s.signalIdle()
+}
+
+func (s *SSH) signalIdle() {
+	select {
+	case s.idleReady <- struct{}{}:
+	default:
+	}
+}
+
+// startShell opens a session and starts a shell in it, with a token the
+// caller took; on failure the token is given back. errNotRun (wrapped) says
+// that no shell came up but a session of its own may work.
+func (s *SSH) startShell(ctx context.Context) (*shell, error) {
+	release := sync.OnceFunc(func() { <-s.sem })
+	session, client, err := s.newSession(ctx)
+	if err != nil {
+		release()
+		return nil, err
+	}
+	sh := &shell{client: client, session: session, release: release, ended: make(chan struct{})}
+	in, err1 := session.StdinPipe()
+	out, err2 := session.StdoutPipe()
+	errs, err3 := session.StderrPipe()
+	if err := errors.Join(err1, err2, err3); err != nil {
+		sh.close()
+		return nil, err
+	}
+	sh.in, sh.out, sh.errs = in, bufio.NewReaderSize(out, 64<<10), bufio.NewReaderSize(errs, 4<<10)
+	if err := s.start(ctx, client, session, Command("sh", "-c", shellScript)); err != nil {
+		sh.close()
+		return nil, err
+	}
+	go func() {
+		sh.exit = session.Wait()
+		close(sh.ended)
+	}()
+	// Both banners, within answerTimeout: a host whose sh cannot run the
+	// loop answers with an exit instead, and one that stopped answering
+	// answers nothing.
+	ready := make(chan error, 2)
+	go func() { ready <- copyUntil(io.Discard, sh.out, []byte(shellBanner)) }()
+	go func() { ready <- copyUntil(io.Discard, sh.errs, []byte(shellBanner)) }()
+	timer := time.NewTimer(answerTimeout)
+	defer timer.Stop()
+	for range 2 {
+		select {
+		case err = <-ready:
+		case <-ctx.Done():
+			err = ctx.Err()
+		case <-timer.C:
+			s.drop(client)
+			err = fmt.Errorf("the connection did not answer in %s", answerTimeout)
+		}
+		if err == nil {
+			continue
+		}
+		sh.close()
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if !errors.Is(err, io.ErrUnexpectedEOF) {
+			return nil, fmt.Errorf("host %q (%s): unable to start a shell: %w", s.cfg.Name, s.cfg.Address, err)
+		}
+		// The session ended before the banner. When the host said how the
+		// shell exited, its sh cannot run the loop: sessions of their own
+		// from now on. Else the connection was lost: this command goes to a
+		// session of its own, which redials.
+		select {
+		case <-sh.ended:
+		case <-timer.C:
+		}
+		var exit *ssh.ExitError
+		if sh.exit == nil || errors.As(sh.exit, &exit) {
+			s.noShells.Store(true)
+			tflog.Debug(ctx, "host cannot keep a shell: every command gets a session of its own", map[string]any{
+				"host": s.cfg.Name, "address": s.cfg.Address, "exit": fmt.Sprint(sh.exit),
+			})
+		}
+		return nil, fmt.Errorf("host %q (%s): the shell ended before it started: %w", s.cfg.Name, s.cfg.Address, errNotRun)
+	}
+	s.shellsStarted.Add(1)
+	return sh, nil
+}
+
+// close ends the shell's session and gives its token back.
+func (sh *shell) close() {
+	sh.closeKeepToken()
+	sh.release()
+}
+
+// closeKeepToken ends the shell's session; the caller takes over its token.
+func (sh *shell) closeKeepToken() {
+	sh.once.Do(func() { _ = sh.session.Close() })
+}
+
+// runInShell runs script in sh. A nil error or a *CommandError leaves the
+// shell ready for the next command; any other error ends it (the caller
+// closes it). errNotRun says the command never ran.
+func (s *SSH) runInShell(ctx context.Context, sh *shell, script string, stdout io.Writer) error {
+	nonce := make([]byte, 16)
+	if _, err := rand.Read(nonce); err != nil {
+		return err
+	}
+	mark := []byte(hex.EncodeToString(nonce))
+	var req bytes.Buffer
+	req.Grow(len(script) + 2*len(mark) + 3)
+	req.Write(mark)
+	req.WriteByte('\n')
+	req.WriteString(script)
+	if !strings.HasSuffix(script, "\n") {
+		req.WriteByte('\n')
+	}
+	req.Write(mark)
+	req.WriteByte('\n')
+
+	stderr := &tailBuffer{n: stderrTailBytes}
+	// The caller's stdout, cut when this returns early: it is theirs again.
+	w := &outWriter{w: stdout}
+	acked := make(chan error, 1)
+	done := make(chan error, 1)
+	rcs := make(chan int, 1)
+	errDone := make(chan error, 1)
+	go func() {
+		if err := copyUntil(io.Discard, sh.out, append(mark, '\n')); err != nil {
+			acked <- err
+			return
+		}
+		acked <- nil
+		if err := copyUntil(w, sh.out, mark); err != nil {
+			done <- err
+			return
+		}
+		line, err := sh.out.ReadString('\n')
+		if err != nil {
+			done <- err
+			return
+		}
+		rc, err := strconv.Atoi(strings.TrimSpace(line))
+		if err != nil {
+			done <- fmt.Errorf("the shell answered %q for an exit status", line)
+			return
+		}
+		rcs <- rc
+		done <- w.error()
+	}()
+	go func() { errDone <- copyUntil(stderr, sh.errs, mark) }()
+
+	if _, err := sh.in.Write(req.Bytes()); err != nil {
+		return errNotRun // the shell had ended: the script never reached it whole
+	}
+	timer := time.NewTimer(answerTimeout)
+	defer timer.Stop()
+	select {
+	case err := <-acked:
+		if err == nil {
+			break
+		}
+		// The shell's output ended without an acknowledgement. If the
+		// connection still answers, the shell had ended on its own (it
+		// acknowledges before it runs anything, and sshd passes on what it
+		// wrote before it ended): the command did not run. Else the
+		// acknowledgement may be what was lost.
+		if s.answers(ctx, sh.client) {
+			return errNotRun
+		}
+		return fmt.Errorf("the connection ended before the shell acknowledged the command, which may have started: %w", err)
+	case <-ctx.Done():
+		sh.kill(w)
+		return ctx.Err()
+	case <-timer.C:
+		// As for a command's start in a session of its own: no answer, the
+		// connection is taken for dead (answerTimeout).
+		s.drop(sh.client)
+		w.cut()
+		return fmt.Errorf("the connection did not answer in %s", answerTimeout)
+	}
+	var err error
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		sh.kill(w)
+		return ctx.Err()
+	}
+	if err == nil {
+		select {
+		case err = <-errDone:
+		case <-ctx.Done():
+			sh.kill(w)
+			return ctx.Err()
+		}
+	}
+	if err != nil {
+		w.cut()
+		return fmt.Errorf("command did not complete: %w", err)
+	}
+	if rc := <-rcs; rc != 0 {
+		return &CommandError{Host: s.cfg.Name, Script: script, ExitCode: rc, Stderr: stderr.String()}
+	}
+	return nil
+}
+
+// kill ends the command running in sh: closing the session ends the
+// shell's input, and its watcher kills the command (shellScript). w is cut.
+func (sh *shell) kill(w *outWriter) {
+	sh.close()
+	w.cut()
+}
+
+// outWriter passes a command's output to w until cut. A write that fails
+// is remembered and the rest discarded, so that the output is still read
+// to its end and the shell stays in step for the next command.
+type outWriter struct {
+	mu  sync.Mutex
+	w   io.Writer // nil once cut
+	err error
+}
+
+func (o *outWriter) Write(p []byte) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.w != nil && o.err == nil {
+		if _, err := o.w.Write(p); err != nil {
+			o.err = err
+		}
+	}
+	return len(p), nil
+}
+
+// cut returns once w is written no more.
+func (o *outWriter) cut() {
+	o.mu.Lock()
+	o.w = nil
+	o.mu.Unlock()
+}
+
+func (o *outWriter) error() error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.err
+}
+
+// copyUntil copies r to w up to the first occurrence of mark, which it
+// consumes and does not copy; nothing after the mark is read. It returns
+// io.ErrUnexpectedEOF when r ends first.
+func copyUntil(w io.Writer, r *bufio.Reader, mark []byte) error {
+	var pending []byte // consumed but not written: shorter than mark, may begin it
+	for {
+		if _, err := r.Peek(1); err != nil {
+			if errors.Is(err, io.EOF) {
+				return io.ErrUnexpectedEOF
+			}
+			return err
+		}
+		buf, _ := r.Peek(r.Buffered())
+		joined := append(pending, buf...)
+		if i := bytes.Index(joined, mark); i >= 0 {
+			_, _ = r.Discard(i + len(mark) - len(pending))
+			_, err := w.Write(joined[:i])
+			return err
+		}
+		_, _ = r.Discard(len(buf))
+		keep := min(len(joined), len(mark)-1)
+		if _, err := w.Write(joined[:len(joined)-keep]); err != nil {
+			return err
+		}
+		pending = append(pending[:0], joined[len(joined)-keep:]...)
+	}
+}

@@ -1,0 +1,281 @@
+package hosts_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/hosts"
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/testharness"
+)
+
+// Commands without input share one shell: each sees a fresh sh (nothing a
+// command set or changed carries over), its own exit status and stderr.
+func TestShellRunsCommandsOneAfterAnother(t *testing.T) {
+	tr := newSSH(t, testharness.SSHConfig(t, "shell", false))
+	home, err := run(t, tr, "pwd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 20 {
+		out, err := run(t, tr, "cd /tmp; X=set; export Y=set; echo $(pwd) ${X-} ${Y-}")
+		if err != nil || out != "/tmp set set\n" {
+			t.Fatalf("command %d: %q, %v", i, out, err)
+		}
+		if out, err := run(t, tr, `echo "$(pwd) ${X-unset} ${Y-unset}"`); err != nil || out != strings.TrimSpace(home)+" unset unset\n" {
+			t.Fatalf("a command saw what the one before it set: %q, %v", out, err)
+		}
+	}
+	_, err = run(t, tr, "echo partial; echo boom >&2; exit 7")
+	if !hosts.IsExitCode(err, 7) || !strings.Contains(err.Error(), "boom") {
+		t.Fatalf("want exit 7 with its stderr: %v", err)
+	}
+	if out, err := run(t, tr, "echo after"); err != nil || out != "after\n" {
+		t.Fatalf("after a failed command: %q, %v", out, err)
+	}
+	if n := hosts.ShellsStarted(tr); n != 1 {
+		t.Fatalf("%d shells for commands run one after another, want 1", n)
+	}
+}
+
+// Output is passed through byte for byte, however large and whatever it
+// holds, with no trailing newline added.
+func TestShellPassesBinaryOutput(t *testing.T) {
+	tr := newSSH(t, testharness.SSHConfig(t, "binary", false))
+	data := make([]byte, 3<<20+17)
+	if _, err := rand.Read(data); err != nil {
+		t.Fatal(err)
+	}
+	f := filepath.Join(t.TempDir(), "data")
+	if err := os.WriteFile(f, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		out, err := run(t, tr, "cat "+hosts.Quote(f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sha256.Sum256([]byte(out)) != sha256.Sum256(data) {
+			t.Fatalf("got %d bytes back, not the file's %d", len(out), len(data))
+		}
+	}
+	if out, err := run(t, tr, "printf 'x'"); err != nil || out != "x" {
+		t.Fatalf("got %q, %v", out, err)
+	}
+}
+
+// A command with input gets a session of its own, also when idle shells
+// hold every session: it takes an idle shell's place instead of waiting.
+func TestShellGivesWayToCommandsWithInput(t *testing.T) {
+	cfg := testharness.SSHConfig(t, "one", false)
+	cfg.MaxSessions = 1
+	tr := newSSH(t, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for i := range 3 {
+		if out, err := run(t, tr, "echo shell"); err != nil || out != "shell\n" {
+			t.Fatalf("round %d: %q, %v", i, out, err)
+		}
+		var out bytes.Buffer
+		if err := tr.Run(ctx, "cat", strings.NewReader("input"), &out); err != nil || out.String() != "input" {
+			t.Fatalf("round %d: a command with input got %q, %v", i, out.String(), err)
+		}
+	}
+	if n := hosts.ShellsStarted(tr); n != 3 {
+		t.Fatalf("%d shells, want 3 (each given up for the command with input)", n)
+	}
+}
+
+// A command cancelled in a shell ends with its context and is killed on
+// the host with what it started; the next command runs in a new shell.
+func TestShellCommandCancelled(t *testing.T) {
+	tr := newSSH(t, testharness.SSHConfig(t, "cancel", false))
+	if _, err := run(t, tr, "true"); err != nil {
+		t.Fatal(err)
+	}
+	pids := filepath.Join(t.TempDir(), "pids")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	errc := make(chan error, 1)
+	var out bytes.Buffer
+	go func() {
+		errc <- tr.Run(ctx, "sleep 300 & echo $$ $! > "+hosts.Quote(pids)+"; wait; echo never", nil, &out)
+	}()
+	var procs []string
+	for deadline := time.Now().Add(10 * time.Second); len(procs) < 2; {
+		data, _ := os.ReadFile(pids)
+		if strings.HasSuffix(string(data), "\n") {
+			procs = strings.Fields(string(data))
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the command did not start")
+		}
+		time.Sleep(10 * time.Millisecond) // polling for the file
+	}
+	cancel()
+	start := time.Now()
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Fatalf("a cancelled command: %v", err)
+	}
+	if took := time.Since(start); took > 10*time.Second {
+		t.Fatalf("the cancelled command returned after %s", took)
+	}
+	if strings.Contains(out.String(), "never") {
+		t.Fatalf("output %q", out.String())
+	}
+	// The command and its child are killed on the host once the session's
+	// end reaches it.
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if _, err := run(t, tr, "! kill -0 "+procs[0]+" "+procs[1]+" 2>/dev/null"); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the cancelled command or its child (%v) still runs", procs)
+		}
+		time.Sleep(20 * time.Millisecond) // polling for the kill
+	}
+	if out, err := run(t, tr, "echo next"); err != nil || out != "next\n" {
+		t.Fatalf("after a cancelled command: %q, %v", out, err)
+	}
+	if n := hosts.ShellsStarted(tr); n != 2 {
+		t.Fatalf("%d shells, want 2 (the one killed, a new one)", n)
+	}
+}
+
+// Many commands at once share the shells the session cap allows: a command
+// waits for an idle shell instead of replacing one, and commands with
+// input still get their sessions.
+func TestShellsSharedUnderLoad(t *testing.T) {
+	cfg := testharness.SSHConfig(t, "load", false)
+	cfg.MaxSessions = 3
+	tr := newSSH(t, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var wg sync.WaitGroup
+	errs := make(chan error, 60)
+	for i := range 60 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var in io.Reader
+			if i%10 == 0 {
+				in = strings.NewReader("x")
+			}
+			var out bytes.Buffer
+			if err := tr.Run(ctx, fmt.Sprintf("cat >/dev/null; echo %d", i), in, &out); err != nil {
+				errs <- err
+			} else if out.String() != fmt.Sprintf("%d\n", i) {
+				errs <- fmt.Errorf("command %d printed %q", i, out.String())
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	// Each command with input may take an idle shell's place (6), on top
+	// of the 3 the cap allows.
+	if n := hosts.ShellsStarted(tr); n > 9 {
+		t.Fatalf("%d shells for 54 commands with a cap of 3", n)
+	}
+}
+
+// An idle shell that died (killed on the host) does not fail the next
+// command: it had not taken it, so it runs elsewhere, once.
+func TestShellDeadWhileIdle(t *testing.T) {
+	tr := newSSH(t, testharness.SSHConfig(t, "dead", false))
+	pid, err := run(t, tr, "echo $PPID") // the shell's own process
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := tr.Run(ctx, "kill -9 "+strings.TrimSpace(pid), strings.NewReader(""), nil); err != nil {
+		t.Fatal(err)
+	}
+	count := filepath.Join(t.TempDir(), "count")
+	if _, err := run(t, tr, "echo ran >> "+hosts.Quote(count)); err != nil {
+		t.Fatalf("the command after the shell died: %v", err)
+	}
+	if data, _ := os.ReadFile(count); string(data) != "ran\n" {
+		t.Fatalf("the command ran %d times", strings.Count(string(data), "ran"))
+	}
+}
+
+// Whatever the login shell prints before the shell starts (a chatty
+// startup file) is not taken for a command's output.
+func TestShellIgnoresLoginNoise(t *testing.T) {
+	// bash run by sshd reads ~/.bashrc, HOME as the session's environment
+	// says: a home of the test's with a chatty one.
+	home := t.TempDir()
+	if err := os.WriteFile(filepath.Join(home, ".bashrc"), []byte("echo welcome; echo warning >&2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if data, err := os.ReadFile("/etc/passwd"); err != nil || !strings.Contains(string(data), "root:x:0:0:root:/root:/bin/bash") {
+		t.Skip("root's login shell here is not bash: nothing reads the startup file")
+	}
+	d := testharness.StartPrivateSSHD(t, "SetEnv HOME="+home)
+	tr := newSSH(t, d.SSHConfig("noisy"))
+	// A session of its own shows the noise: it is there to be ignored.
+	var own bytes.Buffer
+	if err := tr.Run(context.Background(), "echo out", strings.NewReader(""), &own); err != nil || own.String() != "welcome\nout\n" {
+		t.Fatalf("a session of its own printed %q (%v); want the startup file's noise before the output", own.String(), err)
+	}
+	for range 2 {
+		_, err := run(t, tr, "echo out; echo bad >&2; exit 2")
+		var ce *hosts.CommandError
+		if !errors.As(err, &ce) || strings.TrimSpace(ce.Stderr) != "bad" {
+			t.Fatalf("stderr of the command should be its own: %v", err)
+		}
+		if out, err := run(t, tr, "echo out"); err != nil || out != "out\n" {
+			t.Fatalf("got %q, %v", out, err)
+		}
+	}
+}
+
+// nonce-like output (hex of the right length) is plain output.
+func TestShellOutputLooksLikeAMark(t *testing.T) {
+	tr := newSSH(t, testharness.SSHConfig(t, "marks", false))
+	fake := hex.EncodeToString(make([]byte, 16))
+	out, err := run(t, tr, "printf '%s\\n%s 0\\n' "+fake+" "+fake)
+	if err != nil || out != fake+"\n"+fake+" 0\n" {
+		t.Fatalf("got %q, %v", out, err)
+	}
+}
+
+// Commands run one after another, in a shell and in sessions of their own
+// (given input, as commands with input are): what a shell saves per command.
+// go test -run '^$' -bench BenchmarkCommand ./internal/hosts/
+func BenchmarkCommand(b *testing.B) {
+	tr, err := hosts.NewSSH(testharness.SSHConfig(b, "bench", false))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = tr.Close() }()
+	ctx := context.Background()
+	b.Run("shell", func(b *testing.B) {
+		for b.Loop() {
+			if err := tr.Run(ctx, "true", nil, nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("session", func(b *testing.B) {
+		for b.Loop() {
+			if err := tr.Run(ctx, "true", strings.NewReader(""), nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
