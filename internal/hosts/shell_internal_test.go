@@ -9,8 +9,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"testing"
 	"syscall"
+	"testing"
 	"testing/iotest"
 	"time"
 )
