@@ -78,7 +78,7 @@ type SSH struct {
 
 	// Shells (shell.go) waiting for a command, each holding a session
 	// token; under mu. idleReady is signalled when one is put back, for
-	// whoever waits for a token (acquire).
+	// whoever waits for a shell (shellFor) or a token (acquire).
 	idle      []*shell
 	idleReady chan struct{}
 	// noShells is set when a host could not start a shell: its commands
@@ -202,7 +202,8 @@ func (s *SSH) Run(ctx context.Context, script string, stdin io.Reader, stdout io
 		if err := s.runShell(ctx, script, stdout); !errors.Is(err, errNotRun) {
 			return err
 		}
-		// The shell ended before it took the command: run it on its own.
+		// No shell took the command (none could start, or the one it was
+		// sent to had ended): it runs in a session of its own.
 	}
 	if err := s.acquire(ctx); err != nil {
 		return err
