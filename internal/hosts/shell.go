@@ -134,13 +134,8 @@ func (s *SSH) shellFor(ctx context.Context) (*shell, error) {
 			if time.Since(sh.idle) < shellProbeAfter || s.answers(ctx, sh.client) {
 				return sh, nil
 			}
-			sh.close() // its connection is dropped: the next shell redials
+			sh.close() // its connection is gone: the next shell redials
 			continue
-		}
-		select {
-		case s.sem <- struct{}{}:
-			return s.startShell(ctx)
-		default:
 		}
 		select {
 		case s.sem <- struct{}{}:
