@@ -11,3 +11,7 @@ var UploadShell = uploadShell
 // ShellsStarted reports how many shells s has started, so tests can tell
 // that commands shared them.
 func ShellsStarted(s *SSH) int64 { return s.shellsStarted.Load() }
+
+// SessionsRun reports how many commands s has run in a session of their
+// own (not in a shell).
+func SessionsRun(s *SSH) int64 { return s.sessionsRun.Load() }

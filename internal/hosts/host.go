@@ -148,9 +148,14 @@ func MakeDir(ctx context.Context, t Transport, dir, src, guard string) error {
 		script = fmt.Sprintf("[ -f %s ] || exit %d; ", Quote(guard), guardMissingExit) + script
 	}
 	var err error
-	if src == "" {
+	switch tarball, small := smallTar(src, t); {
+	case src == "":
 		err = t.Run(ctx, script, nil, nil)
-	} else {
+	case small:
+		if err = t.Run(ctx, script, nil, nil); err == nil {
+			err = unpackInto(ctx, t, dir, tarball)
+		}
+	default:
 		err = copyDir(ctx, t, src, script+" && tar -x -f - --no-same-owner -C "+Quote(dir))
 	}
 	if IsExitCode(err, existsExit) {
@@ -160,6 +165,62 @@ func MakeDir(ctx context.Context, t Transport, dir, src, guard string) error {
 		return fmt.Errorf("%s: not made, %s is gone: %w", dir, guard, fs.ErrNotExist)
 	}
 	return err
+}
+
+// smallTarMax bounds the tar of a local directory that MakeDir sends as a
+// file rather than as a stream: a repo of compose files and a few sources
+// is far below it; a larger tree streams (its copy dwarfs a session's cost).
+const smallTarMax = 4 << 20
+
+// smallTar returns the tar of the local directory src when t writes files
+// itself (SSH, through sftp) and the tar is at most smallTarMax bytes.
+// Sent that way, MakeDir needs no command with input: its commands run in
+// the connection's shells (shell.go) instead of a session and a login shell
+// each, which is most of a small create's cost on a busy host.
+func smallTar(src string, t Transport) ([]byte, bool) {
+	if src == "" {
+		return nil, false
+	}
+	if _, ok := fileWriterOf(t); !ok {
+		return nil, false
+	}
+	if st, err := os.Stat(src); err != nil || !st.IsDir() {
+		return nil, false // copyDir reports it
+	}
+	buf := &cappedBuffer{max: smallTarMax}
+	if err := localdir.WriteTar(buf, src); err != nil {
+		return nil, false // too large, or unreadable: streamed (copyDir reports errors)
+	}
+	return buf.Bytes(), true
+}
+
+// cappedBuffer is a bytes.Buffer that refuses to grow past max.
+type cappedBuffer struct {
+	bytes.Buffer
+	max int
+}
+
+var errTooLarge = errors.New("larger than the buffer allows")
+
+func (b *cappedBuffer) Write(p []byte) (int, error) {
+	if b.Len()+len(p) > b.max {
+		return 0, errTooLarge
+	}
+	return b.Buffer.Write(p)
+}
+
+// unpackInto writes tarball into the existing directory dir as a private
+// file (0600, under a random name) and unpacks it there in one command
+// that removes the file whatever the outcome. Should the provider die in
+// between, the file is left inside dir, which is the new workspace, and
+// goes with it.
+func unpackInto(ctx context.Context, t Transport, dir string, tarball []byte) error {
+	name := ".sandboxer-copy-" + randomSuffix() + ".tar"
+	if err := Upload(ctx, t, dir+"/"+name, bytes.NewReader(tarball), 0o600); err != nil {
+		return err
+	}
+	return t.Run(ctx, fmt.Sprintf("cd -- %s && { tar -x -f %s --no-same-owner; r=$?; rm -f -- %s; exit $r; }",
+		Quote(dir), name, name), nil, nil)
 }
 
 // copyDir runs script with a tar stream of the local directory src as its

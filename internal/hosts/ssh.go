@@ -85,6 +85,7 @@ type SSH struct {
 	// get sessions of their own from then on.
 	noShells      atomic.Bool
 	shellsStarted atomic.Int64 // for tests
+	sessionsRun   atomic.Int64 // commands run in a session of their own, for tests
 }
 
 var _ Transport = (*SSH)(nil)
@@ -216,6 +217,7 @@ func (s *SSH) Run(ctx context.Context, script string, stdin io.Reader, stdout io
 	// Closed after its command ended (or was killed and closed below): an
 	// error (io.EOF once closed) says nothing about the command.
 	defer func() { _ = session.Close() }()
+	s.sessionsRun.Add(1)
 
 	session.Stdin = stdin
 	session.Stdout = stdout

@@ -8,7 +8,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/netip"
 	"strings"
 	"sync"
@@ -255,14 +254,14 @@ func (e *Extension) Provision(ctx context.Context, req backends.Request) (*backe
 		if err != nil {
 			return fail(err)
 		}
-		script, stdin := "", io.Reader(nil)
+		script := ""
 		if sb.NetworkOverride = res != nil; res != nil {
-			script, stdin = res.script(), bytes.NewReader(res.override)
+			script = res.script()
 		}
 		script += inWorkspace(sb, compose, "up", "-d", "--remove-orphans") + " || exit $?\n" +
 			"echo " + firstStatusMark + "\n{ " + statusScript(sb, compose) + "; } || true\n"
 		var out bytes.Buffer
-		err = req.Host.Run(ctx, script, stdin, &out)
+		err = req.Host.Run(ctx, script, nil, &out)
 		if err == nil {
 			if _, status, ok := strings.Cut(out.String(), firstStatusMark+"\n"); ok {
 				e.firstStatus.Store(sb.ID, status)

@@ -260,15 +260,17 @@ type reservation struct {
 
 // script writes the override file under the host's lock after checking
 // that no other reservation of this root names a chosen subnet (exit
-// errSubnetTaken). It reads the file's content from stdin.
+// errSubnetTaken). The file's content (a few lines of YAML) is in the
+// script itself: a command without input runs in one of the connection's
+// shells rather than a session of its own.
 func (r *reservation) script() string {
 	return fmt.Sprintf(`set -e; mkdir -p -- %[1]s; exec 9>%[2]s; flock 9
 for f in %[1]s/*.yml; do [ -f "$f" ] || continue
   for s in %[3]s; do if grep -qxF -- "        - subnet: $s" "$f"; then echo %[6]s >&2; exit %[4]d; fi; done
 done
-t=%[5]s.tmp.$$; cat > "$t"; mv -f -- "$t" %[5]s
+t=%[5]s.tmp.$$; printf '%%s' %[7]s > "$t"; mv -f -- "$t" %[5]s
 exec 9>&-
-`, r.dir, r.lock, hosts.Command(r.subnets...), errSubnetTaken, hosts.Quote(r.file), hosts.Quote(subnetTakenMark))
+`, r.dir, r.lock, hosts.Command(r.subnets...), errSubnetTaken, hosts.Quote(r.file), hosts.Quote(subnetTakenMark), hosts.Quote(string(r.override)))
 }
 
 // taken reports whether err is the reservation refusing a subnet another

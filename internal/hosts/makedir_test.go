@@ -1,0 +1,123 @@
+package hosts_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/hosts"
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/testharness"
+)
+
+// A repo of a few files is sent as one file over sftp and unpacked by a
+// command without input, which runs in a shell: no session of its own. A
+// large one streams through a session as before. Either way the tree
+// arrives whole, modes and links as they were, and nothing of the
+// transfer is left behind.
+func TestMakeDirCopiesSmallReposWithoutASession(t *testing.T) {
+	tr := newSSH(t, testharness.SSHConfig(t, "makedir", false))
+	ctx := context.Background()
+	if _, err := run(t, tr, "true"); err != nil { // the shell is started
+		t.Fatal(err)
+	}
+
+	small := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(small, "sub dir"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, mode := range map[string]os.FileMode{"compose.yaml": 0o644, "sub dir/it's.sh": 0o750, "secret": 0o600} {
+		if err := os.WriteFile(filepath.Join(small, name), []byte("content of "+name), mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink("/etc/passwd", filepath.Join(small, "link")); err != nil {
+		t.Fatal(err)
+	}
+	large := t.TempDir()
+	big := make([]byte, 5<<20) // above the small-copy bound, incompressible or not
+	if _, err := rand.Read(big); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(large, "blob"), big, 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	base := t.TempDir()
+	sessions, writes := hosts.SessionsRun(tr), hosts.SFTPWrites(tr)
+	dst := filepath.Join(base, "small")
+	if err := hosts.MakeDir(ctx, tr, dst, small, ""); err != nil {
+		t.Fatal(err)
+	}
+	if got := hosts.SessionsRun(tr) - sessions; got != 0 {
+		t.Errorf("the small copy ran %d commands in sessions of their own, want 0", got)
+	}
+	if got := hosts.SFTPWrites(tr) - writes; got != 1 {
+		t.Errorf("the small copy wrote %d files over sftp, want 1 (its tar)", got)
+	}
+	for name, mode := range map[string]os.FileMode{"compose.yaml": 0o644, "sub dir/it's.sh": 0o750, "secret": 0o600} {
+		p := filepath.Join(dst, name)
+		got, err := os.ReadFile(p)
+		if err != nil || string(got) != "content of "+name {
+			t.Errorf("%s: %q, %v", name, got, err)
+		}
+		if st, err := os.Stat(p); err != nil || st.Mode().Perm() != mode {
+			t.Errorf("%s: mode %v, want %v (%v)", name, st.Mode().Perm(), mode, err)
+		}
+	}
+	if target, err := os.Readlink(filepath.Join(dst, "link")); err != nil || target != "/etc/passwd" {
+		t.Errorf("symlink not kept as a link: %q %v", target, err)
+	}
+	leftovers(t, dst)
+
+	sessions = hosts.SessionsRun(tr)
+	dst = filepath.Join(base, "large")
+	if err := hosts.MakeDir(ctx, tr, dst, large, ""); err != nil {
+		t.Fatal(err)
+	}
+	if got := hosts.SessionsRun(tr) - sessions; got != 1 {
+		t.Errorf("the large copy ran %d commands in sessions of their own, want 1 (its stream)", got)
+	}
+	if got, err := os.ReadFile(filepath.Join(dst, "blob")); err != nil || !bytes.Equal(got, big) {
+		t.Errorf("large copy differs (%d bytes, %v)", len(got), err)
+	}
+	leftovers(t, dst)
+
+	// An existing directory is refused before anything is sent into it.
+	writes = hosts.SFTPWrites(tr)
+	if err := hosts.MakeDir(ctx, tr, filepath.Join(base, "small"), small, ""); !errors.Is(err, fs.ErrExist) {
+		t.Errorf("existing directory: %v, want fs.ErrExist", err)
+	}
+	if hosts.SFTPWrites(tr) != writes {
+		t.Error("a copy into an existing directory was sent")
+	}
+	// So is a guarded one whose guard is gone: nothing is made.
+	dst = filepath.Join(base, "guarded")
+	if err := hosts.MakeDir(ctx, tr, dst, small, filepath.Join(base, "no-such-record")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("missing guard: %v, want fs.ErrNotExist", err)
+	}
+	if _, err := os.Lstat(dst); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("made %s without its guard: %v", dst, err)
+	}
+}
+
+func leftovers(t *testing.T, dir string) {
+	t.Helper()
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if strings.Contains(d.Name(), ".sandboxer-copy-") || strings.Contains(d.Name(), ".tmp.") {
+			t.Errorf("left behind: %s", p)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
