@@ -313,10 +313,23 @@ func (s *SSH) openSFTP(ctx context.Context, conn *ssh.Client) (*sftpState, error
 	// open when the subsystem request is refused (holding a server session
 	// until the connection ends), and its error does not tell a refusal from
 	// a dead connection, which a reply of false to the request does.
-	ch, reqs, err := conn.OpenChannel("session", nil)
+	type opened struct {
+		ch   ssh.Channel
+		reqs <-chan *ssh.Request
+	}
+	o, err := whileRefused(ctx, s.closeIdleShell, func() (opened, error) {
+		ch, reqs, err := conn.OpenChannel("session", nil)
+		return opened{ch, reqs}, err
+	})
+	ch, reqs := o.ch, o.reqs
 	if err != nil {
 		<-s.sem
-		return nil, deadConnError{fmt.Errorf("host %q (%s): unable to open SSH session: %w", s.cfg.Name, s.cfg.Address, err)}
+		err = fmt.Errorf("host %q (%s): unable to open SSH session: %w", s.cfg.Name, s.cfg.Address, err)
+		var refused *ssh.OpenChannelError
+		if errors.As(err, &refused) || ctx.Err() != nil {
+			return nil, err // answered (or given up): the connection is alive
+		}
+		return nil, deadConnError{err}
 	}
 	go ssh.DiscardRequests(reqs)
 	go func() { _, _ = io.Copy(io.Discard, ch.Stderr()) }() // keep the window open if the server writes to stderr

@@ -56,6 +56,7 @@ type shell struct {
 	ended   chan struct{} // closed when the session has ended
 	exit    error         // session.Wait's answer, once ended
 	idle    time.Time     // since when it waits for a command
+	running bool          // the loop was started: ended will be closed
 	once    sync.Once
 	release func() // gives the session token back
 }
@@ -238,6 +239,7 @@ func (s *SSH) startShell(ctx context.Context) (*shell, error) {
 		sh.close()
 		return nil, err
 	}
+	sh.running = true
 	go func() {
 		sh.exit = session.Wait()
 		close(sh.ended)
@@ -290,15 +292,42 @@ func (s *SSH) startShell(ctx context.Context) (*shell, error) {
 	return sh, nil
 }
 
-// close ends the shell's session and gives its token back.
+// close ends the shell's session and gives its token back once the host
+// has ended it too (see closeKeepToken), without waiting for that.
 func (sh *shell) close() {
-	sh.closeKeepToken()
-	sh.release()
+	sh.once.Do(func() { _ = sh.session.Close() })
+	if !sh.running {
+		sh.release() // no command was started in the session: nothing outlives it
+		return
+	}
+	go func() {
+		sh.awaitEnd()
+		sh.release()
+	}()
 }
 
-// closeKeepToken ends the shell's session; the caller takes over its token.
+// closeKeepToken ends the shell's session and returns once the host has
+// ended it too; the caller takes over its token. Closing the channel is not
+// enough: sshd counts the session against MaxSessions until the shell's
+// processes have exited (it sends its own close only then), so a session
+// opened at once with the token would be one over the cap for a moment,
+// and sshd drops such a session ("no more sessions"): the command meant
+// for it fails with EOF.
 func (sh *shell) closeKeepToken() {
 	sh.once.Do(func() { _ = sh.session.Close() })
+	sh.awaitEnd()
+}
+
+// awaitEnd waits until the host has ended the shell's session, or for
+// answerTimeout (a host that does not answer a close has lost the
+// connection, which then ends every session with it).
+func (sh *shell) awaitEnd() {
+	timer := time.NewTimer(answerTimeout)
+	defer timer.Stop()
+	select {
+	case <-sh.ended:
+	case <-timer.C:
+	}
 }
 
 // runInShell runs script in sh. A nil error or a *CommandError leaves the

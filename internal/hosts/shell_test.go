@@ -279,3 +279,84 @@ func BenchmarkCommand(b *testing.B) {
 		}
 	})
 }
+
+// With the client's cap at sshd's own MaxSessions (10 by default), commands
+// with input take idle shells' places: sshd counts a closed shell's session
+// until its processes have exited and been reaped, so it may refuse the
+// session that takes the place ("no more sessions"). The command asks again
+// instead of failing, and the connection, which answered, is kept for the
+// commands running on it.
+func TestShellsGiveTheirPlaceBackBeforeItIsTaken(t *testing.T) {
+	cfg := testharness.SSHConfig(t, "cap", false)
+	cfg.MaxSessions = 10
+	tr := newSSH(t, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	parallel := func(in func(i int) io.Reader) {
+		t.Helper()
+		var wg sync.WaitGroup
+		errs := make(chan error, 10)
+		for i := range 10 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				// Long enough that all ten run at once, so none shares.
+				if err := tr.Run(ctx, "cat >/dev/null; sleep 0.2", in(i), nil); err != nil {
+					errs <- err
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Error(err)
+		}
+	}
+	for round := range 3 {
+		parallel(func(int) io.Reader { return nil }) // ten shells, then idle
+		if t.Failed() {
+			t.Fatalf("round %d: commands in shells failed", round)
+		}
+		parallel(func(int) io.Reader { return strings.NewReader("x") }) // each takes a shell's place
+		if t.Failed() {
+			t.Fatalf("round %d: commands with input failed", round)
+		}
+	}
+}
+
+// A host whose sshd allows fewer sessions than the provider opens at once
+// (MaxSessions 3 against a cap of 8) refuses the rest: those commands wait
+// for a session to end instead of failing, and the connection, which
+// answered, is kept (one handshake), with every command running on it.
+func TestHostWithFewerSessionsThanTheCap(t *testing.T) {
+	d := testharness.StartPrivateSSHD(t, "MaxSessions 3")
+	tr := newSSH(t, d.SSHConfig("few"))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for i := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var in io.Reader
+			if i%2 == 0 {
+				in = strings.NewReader("x")
+			}
+			var out bytes.Buffer
+			if err := tr.Run(ctx, fmt.Sprintf("cat >/dev/null; sleep 0.1; echo %d", i), in, &out); err != nil {
+				errs <- err
+			} else if out.String() != fmt.Sprintf("%d\n", i) {
+				errs <- fmt.Errorf("command %d printed %q", i, out.String())
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if n := d.Accepted(); n != 1 {
+		t.Errorf("%d handshakes, want 1: a refused session is no dead connection", n)
+	}
+}

@@ -287,21 +287,69 @@ func (s *SSH) newSession(ctx context.Context) (*ssh.Session, *ssh.Client, error)
 	if err != nil {
 		return nil, nil, err
 	}
-	session, err := s.openSession(ctx, client)
-	if err != nil && ctx.Err() == nil {
+	session, err := s.openRefused(ctx, client)
+	var refused *ssh.OpenChannelError
+	if err != nil && !errors.As(err, &refused) && ctx.Err() == nil {
 		// The pooled connection died (host rebooted, idle timeout): redial once.
 		if client, err = s.connected(ctx, client); err != nil {
 			return nil, nil, err
 		}
-		session, err = s.openSession(ctx, client)
+		session, err = s.openRefused(ctx, client)
 	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, nil, ctx.Err()
 		}
+		if errors.As(err, &refused) {
+			return nil, nil, fmt.Errorf("host %q (%s): the host refused a session for %s (%w): its sshd's MaxSessions may be below %d, the sessions the provider opens at once on a connection",
+				s.cfg.Name, s.cfg.Address, answerTimeout, err, cap(s.sem))
+		}
 		return nil, nil, fmt.Errorf("host %q (%s): unable to open SSH session: %w", s.cfg.Name, s.cfg.Address, err)
 	}
 	return session, client, nil
+}
+
+// openRefused is openSession, asking again while the host refuses.
+func (s *SSH) openRefused(ctx context.Context, client *ssh.Client) (*ssh.Session, error) {
+	return whileRefused(ctx, s.closeIdleShell, func() (*ssh.Session, error) { return s.openSession(ctx, client) })
+}
+
+// closeIdleShell closes one idle shell, if any: a host that refuses
+// sessions below the provider's cap may be full of the provider's own idle
+// shells, which nobody else closes while the provider has tokens to spare.
+func (s *SSH) closeIdleShell() {
+	if sh := s.takeIdle(); sh != nil {
+		sh.close()
+	}
+}
+
+// whileRefused calls open again while the host refuses the channel it
+// opens, for up to answerTimeout. A refusal is an answer: the connection is
+// alive, and dropping it would end every command running on it. sshd
+// refuses a session over its MaxSessions ("no more sessions"), and it
+// counts a closed session until that session's processes have exited and
+// been reaped, a moment after its channel closed; a host whose MaxSessions
+// is below the provider's cap refuses until one of the provider's own
+// sessions ends; refused is called at each refusal, to end one.
+func whileRefused[T any](ctx context.Context, refused func(), open func() (T, error)) (T, error) {
+	deadline := time.Now().Add(answerTimeout)
+	wait := 5 * time.Millisecond
+	for {
+		v, err := open()
+		var refusal *ssh.OpenChannelError
+		if !errors.As(err, &refusal) || time.Now().Add(wait).After(deadline) {
+			return v, err
+		}
+		refused()
+		timer := time.NewTimer(wait)
+		select {
+		case <-timer.C:
+		case <-ctx.Done():
+			timer.Stop()
+			return v, ctx.Err()
+		}
+		wait = min(2*wait, 500*time.Millisecond)
+	}
 }
 
 // start starts cmd in session, giving up when ctx ends or the host does not
