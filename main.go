@@ -7,6 +7,7 @@ import (
 	"flag"
 	"log"
 	"os"
+	"runtime/debug"
 	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework/providerserver"
@@ -23,6 +24,7 @@ func main() {
 	agent.RunIfRequested()
 
 	quietLogs()
+	lessGC()
 
 	var debug bool
 	flag.BoolVar(&debug, "debug", false, "run with support for debuggers like delve")
@@ -34,6 +36,17 @@ func main() {
 	})
 	if err != nil {
 		log.Fatal(err)
+	}
+}
+
+// lessGC lets the heap grow to 5x the live data between collections (Go's
+// default is 2x) unless GOGC says otherwise. A provider process lives for
+// one Terraform step and its live heap is a few MiB, while the plugin
+// framework allocates heavily per resource: in a plan of 100 resources the
+// collector took a fifth of the provider's CPU at the default.
+func lessGC() {
+	if _, set := os.LookupEnv("GOGC"); !set {
+		debug.SetGCPercent(400)
 	}
 }
 
