@@ -309,10 +309,10 @@ func (sh *shell) close() {
 // closeKeepToken ends the shell's session and returns once the host has
 // ended it too; the caller takes over its token. Closing the channel is not
 // enough: sshd counts the session against MaxSessions until the shell's
-// processes have exited (it sends its own close only then), so a session
-// opened at once with the token would be one over the cap for a moment,
-// and sshd drops such a session ("no more sessions"): the command meant
-// for it fails with EOF.
+// processes have exited (it sends its own close only then) and been
+// reaped, so a session opened at once with the token would be one over the
+// cap and refused. After the wait a refusal is rare (the reaping may still
+// lag); whileRefused asks again when it happens.
 func (sh *shell) closeKeepToken() {
 	sh.once.Do(func() { _ = sh.session.Close() })
 	sh.awaitEnd()
