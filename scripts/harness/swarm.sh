@@ -155,6 +155,7 @@ start_dockerd() { # N; returns once it answers
 	echo '{}' >"$dir/daemon.json" # not /etc/docker/daemon.json
 	getent group docker >/dev/null && group=(--group docker)
 	if ! pid="$(dockerd_pid "$n")"; then
+		drop_stale_vxlans "$n"
 		# In the network namespace via nsenter, not `ip netns exec`: that one mounts a
 		# fresh /sys, without the cgroup mounts dockerd needs. A mount namespace of its
 		# own (slave: the root's mounts still show) hides /run/containerd, so that it
@@ -192,6 +193,24 @@ start_dockerd() { # N; returns once it answers
 	echo "swarm.sh: ERROR: dockerd of node $n did not answer within 60s; last lines of $dir/dockerd.log:" >&2
 	tail -n 20 "$dir/dockerd.log" >&2
 	exit 1
+}
+
+# drop_stale_vxlans N: removes overlay vxlan interfaces (vx-*) left in node N's namespace.
+# dockerd creates one there and moves it into the overlay network's own namespace; a
+# daemon stopped in between leaves it behind, and it outlives the daemon (the namespace
+# is the node's). Its VNI is then taken: every later task of an overlay network that gets
+# that VNI fails on that node ("error creating vxlan interface: file exists") and the
+# stack never becomes ready. Called only while the node has no dockerd, so none is a
+# live daemon's.
+drop_stale_vxlans() {
+	local ns="sbxsw$1" link
+	for link in $(ip netns exec "$ns" ip -o link show type vxlan 2>/dev/null | awk -F': ' '{print $2}' | cut -d@ -f1); do
+		case "$link" in vx-*)
+			say "node $1: removing vxlan interface $link, left by an earlier dockerd"
+			ip netns exec "$ns" ip link del "$link" || true
+			;;
+		esac
+	done
 }
 
 # stop_dockerd N [kill]: SIGTERM (it stops its containers and its containerd) and waits
@@ -508,7 +527,14 @@ case "$CMD" in
 up)
 	mkdir -p "$SW"
 	net_up
-	for n in "${NODES[@]}"; do start_dockerd "$n"; done
+	for n in "${NODES[@]}"; do
+		# A running node with a stale vxlan interface (drop_stale_vxlans) is restarted
+		# without it: its daemon's own interfaces are never in the node's namespace.
+		if dockerd_pid "$n" >/dev/null && ip netns exec "sbxsw$n" ip -o link show type vxlan 2>/dev/null | grep -q ': vx-'; then
+			stop_dockerd "$n" kill
+		fi
+		start_dockerd "$n"
+	done
 	swarm_up
 	load_image
 	start_sshd
