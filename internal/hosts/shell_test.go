@@ -160,31 +160,7 @@ func TestShellsSharedUnderLoad(t *testing.T) {
 	cfg := testharness.SSHConfig(t, "load", false)
 	cfg.MaxSessions = 3
 	tr := newSSH(t, cfg)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	var wg sync.WaitGroup
-	errs := make(chan error, 60)
-	for i := range 60 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var in io.Reader
-			if i%10 == 0 {
-				in = strings.NewReader("x")
-			}
-			var out bytes.Buffer
-			if err := tr.Run(ctx, fmt.Sprintf("cat >/dev/null; echo %d", i), in, &out); err != nil {
-				errs <- err
-			} else if out.String() != fmt.Sprintf("%d\n", i) {
-				errs <- fmt.Errorf("command %d printed %q", i, out.String())
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Error(err)
-	}
+	runAtOnce(t, tr, 60, "cat >/dev/null", func(i int) bool { return i%10 == 0 })
 	// Each command with input may take an idle shell's place (6), on top
 	// of the 3 the cap allows.
 	if n := hosts.ShellsStarted(tr); n > 9 {
@@ -290,34 +266,13 @@ func TestShellsGiveTheirPlaceBackBeforeItIsTaken(t *testing.T) {
 	cfg := testharness.SSHConfig(t, "cap", false)
 	cfg.MaxSessions = 10
 	tr := newSSH(t, cfg)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	parallel := func(in func(i int) io.Reader) {
-		t.Helper()
-		var wg sync.WaitGroup
-		errs := make(chan error, 10)
-		for i := range 10 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				// Long enough that all ten run at once, so none shares.
-				if err := tr.Run(ctx, "cat >/dev/null; sleep 0.2", in(i), nil); err != nil {
-					errs <- err
-				}
-			}()
-		}
-		wg.Wait()
-		close(errs)
-		for err := range errs {
-			t.Error(err)
-		}
-	}
+	// Each command long enough that all ten run at once, so none shares.
 	for round := range 3 {
-		parallel(func(int) io.Reader { return nil }) // ten shells, then idle
+		runAtOnce(t, tr, 10, "cat >/dev/null; sleep 0.2", func(int) bool { return false }) // ten shells, then idle
 		if t.Failed() {
 			t.Fatalf("round %d: commands in shells failed", round)
 		}
-		parallel(func(int) io.Reader { return strings.NewReader("x") }) // each takes a shell's place
+		runAtOnce(t, tr, 10, "cat >/dev/null; sleep 0.2", func(int) bool { return true }) // each takes a shell's place
 		if t.Failed() {
 			t.Fatalf("round %d: commands with input failed", round)
 		}
@@ -331,20 +286,31 @@ func TestShellsGiveTheirPlaceBackBeforeItIsTaken(t *testing.T) {
 func TestHostWithFewerSessionsThanTheCap(t *testing.T) {
 	d := testharness.StartPrivateSSHD(t, "MaxSessions 3")
 	tr := newSSH(t, d.SSHConfig("few"))
+	runAtOnce(t, tr, 16, "cat >/dev/null; sleep 0.1", func(i int) bool { return i%2 == 0 })
+	if n := d.Accepted(); n != 1 {
+		t.Errorf("%d handshakes, want 1: a refused session is no dead connection", n)
+	}
+}
+
+// runAtOnce runs n commands on tr at once, each script followed by printing
+// its number, which it must; withInput(i) gives command i a byte of input
+// (a session of its own) instead of none (a shell).
+func runAtOnce(t *testing.T, tr hosts.Transport, n int, script string, withInput func(i int) bool) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	var wg sync.WaitGroup
-	errs := make(chan error, 16)
-	for i := range 16 {
+	errs := make(chan error, n)
+	for i := range n {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			var in io.Reader
-			if i%2 == 0 {
+			if withInput(i) {
 				in = strings.NewReader("x")
 			}
 			var out bytes.Buffer
-			if err := tr.Run(ctx, fmt.Sprintf("cat >/dev/null; sleep 0.1; echo %d", i), in, &out); err != nil {
+			if err := tr.Run(ctx, fmt.Sprintf("%s; echo %d", script, i), in, &out); err != nil {
 				errs <- err
 			} else if out.String() != fmt.Sprintf("%d\n", i) {
 				errs <- fmt.Errorf("command %d printed %q", i, out.String())
@@ -355,8 +321,5 @@ func TestHostWithFewerSessionsThanTheCap(t *testing.T) {
 	close(errs)
 	for err := range errs {
 		t.Error(err)
-	}
-	if n := d.Accepted(); n != 1 {
-		t.Errorf("%d handshakes, want 1: a refused session is no dead connection", n)
 	}
 }
