@@ -261,6 +261,7 @@ func (c *Client) call(ctx context.Context, h *hosts.Host, op string, req Request
 	if err != nil {
 		return err
 	}
+	inArgs := requestInArgs(h.Local, req, body)
 	var stdout bytes.Buffer
 	for attempt := 1; ; attempt++ {
 		path, guessed, err := c.agentPathOrGuess(ctx, h, attempt == 1)
@@ -268,7 +269,7 @@ func (c *Client) call(ctx context.Context, h *hosts.Host, op string, req Request
 			return err
 		}
 		stdout.Reset()
-		err = runAgent(ctx, h, path, op, body, &stdout)
+		err = runAgent(ctx, h, path, op, body, inArgs, &stdout)
 		if attempt == 1 && !h.Local && (hosts.IsExitCode(err, exitCommandNotFound) || guessed && hosts.IsExitCode(err, exitCannotExecute)) {
 			// Nothing ran: the guess was wrong (not installed, or another
 			// platform), or the agent installed earlier is gone (a provider
@@ -305,10 +306,33 @@ const exitCommandNotFound = 127
 // run (another platform's binary, say).
 const exitCannotExecute = 126
 
-// runAgent runs the agent at path on h for op, with request body.
-func runAgent(ctx context.Context, h *hosts.Host, path, op string, body []byte, stdout io.Writer) error {
+// argRequestMax bounds a request passed on the agent's command line: one
+// that fits runs in the host's shell, costing no session (and no login
+// shell: see hosts.shell). A larger one goes on stdin, in a session of its
+// own, and so does any request carrying a manifest or env values (a
+// cross-host restore's): a command line is visible to every user of the
+// host. Well below the shell's script bound and Linux's 128 KiB per
+// argument.
+const argRequestMax = 8 << 10
+
+// requestInArgs says whether req (marshalled: body) goes on the agent's
+// command line: on a remote host, small, and without a manifest or env
+// values.
+func requestInArgs(local bool, req Request, body []byte) bool {
+	return !local && len(req.Env) == 0 && req.Manifest == nil && len(body) <= argRequestMax
+}
+
+// runAgent runs the agent at path on h for op, with request body: on its
+// command line when inArgs, else on stdin.
+func runAgent(ctx context.Context, h *hosts.Host, path, op string, body []byte, inArgs bool, stdout io.Writer) error {
+	if inArgs {
+		// The agent learns that the client went away from the end of its
+		// stdout (Main, outputGone).
+		return h.Run(ctx, hosts.Command(path, Command, op, string(body)), nil, stdout)
+	}
 	// The request, then stdin held open until the answer is in: the agent
-	// takes EOF as "the client went away" and aborts.
+	// takes EOF as "the client went away" and aborts. On the local host
+	// that is also how it learns the provider died.
 	hold, release := io.Pipe()
 	// Never written: closing it is the EOF. A PipeWriter's Close returns nil.
 	defer func() { _ = release.Close() }()

@@ -74,24 +74,51 @@ type Full struct {
 // paused capture go on, instead of sleeping and hoping. Nil otherwise.
 var clientGone func()
 
+// inputEnded is closed once stdin, held open by the client while it
+// waits, ends.
+func inputEnded(stdin io.Reader) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		_, _ = io.Copy(io.Discard, stdin)
+		gone(done)
+	}()
+	return done
+}
+
+// gone closes done: the client went away.
+func gone(done chan struct{}) {
+	close(done)
+	if clientGone != nil {
+		clientGone()
+	}
+}
+
 // Main runs one agent operation and returns the process exit code.
-// import-objects takes its request as args[1] because stdin carries the data.
+//
+// The request comes one of two ways. As a JSON line on stdin, which the
+// client then holds open for as long as it waits: EOF means it went away.
+// Or as args[1], the way a client runs the agent in a host's shell (see
+// hosts.shell), where stdin is /dev/null: the agent then leaves the
+// shell's process group, which the shell kills when its session ends, and
+// takes the end of its stdout (the session's, closed by sshd) as the
+// client going. import-objects takes its request as args[1] because stdin
+// carries the data, and is never told the client went.
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) < 1 {
 		// stderr is where failures are told; the exit code says it failed
 		// even when that write does not get through.
-		_, _ = fmt.Fprintln(stderr, "usage: __sandboxer_agent OP")
+		_, _ = fmt.Fprintln(stderr, "usage: __sandboxer_agent OP [REQUEST]")
 		return 2
 	}
 	var req Request
 	var err error
-	if args[0] == "import-objects" {
-		if len(args) < 2 {
-			_, _ = fmt.Fprintln(stderr, "import-objects: missing request")
-			return 2
-		}
+	switch {
+	case args[0] == "import-objects" && len(args) < 2:
+		_, _ = fmt.Fprintln(stderr, "import-objects: missing request")
+		return 2
+	case len(args) >= 2:
 		err = json.Unmarshal([]byte(args[1]), &req)
-	} else {
+	default:
 		// One JSON line: the decoder must not read past it into the hold-open stream.
 		var line []byte
 		line, err = bufio.NewReader(stdin).ReadBytes('\n')
@@ -104,17 +131,14 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if args[0] != "import-objects" {
-		// The client holds stdin open for as long as it waits. EOF means it
-		// went away (connection cut, provider killed): stop before anything
-		// is reported complete.
-		done := make(chan struct{})
-		go func() {
-			_, _ = io.Copy(io.Discard, stdin)
-			close(done)
-			if clientGone != nil {
-				clientGone()
-			}
-		}()
+		// Closed when the client has gone (connection cut, provider
+		// killed): the operation stops before anything is reported complete.
+		var done <-chan struct{}
+		if len(args) >= 2 {
+			done = outputGone(stdout)
+		} else {
+			done = inputEnded(stdin)
+		}
 		req.Capture.Done, req.Restore.Done, req.VolumeCapture.Done = done, done, done
 	}
 	out, err := run(args[0], req, stdin, stdout)
