@@ -133,6 +133,7 @@ cleanup_all() {
 	[ -z "${vol:-}" ] || [ -z "${v_vars+x}" ] || tf "$vol" destroy -auto-approve "${v_vars[@]}" -var 'snapshots=["warm","full","inc"]' -var restore=full || true
 	[ -z "${ck:-}" ] || [ -z "${ck_vars+x}" ] || tf "$ck" destroy -auto-approve "${ck_vars[@]}" -var 'snapshots=["warm","full","inc"]' -var restore=full || true
 	floor_down || true
+	docker volume rm -f bench-tarx bench-tarxz >/dev/null 2>&1 || true
 }
 devprovider_on_exit cleanup_all
 
@@ -256,15 +257,24 @@ for run in $(seq 1 "$RUNS"); do
 	sync
 	timed sh -c 'tar -C "$1" -cf - . | gzip -1 >"$2"' sh "$ws" "$state/ws.tar.gz" >>"$state/t_gz"
 	stat -c %s "$state/ws.tar.gz" >>"$state/s_gz"
-	rm -rf "$state/x" && mkdir "$state/x" && sync
-	timed tar -C "$state/x" -xf "$state/ws.tar" >>"$state/t_tarx"
-	rm -rf "$state/x" "$state/ws.tar" "$state/ws.tar.gz"
+	rm -f "$state/ws.tar.gz"
 
 	above_plan "$ck" "${ck_vars[@]}" -var 'snapshots=["warm","full"]' >>"$state/t_full"
 	du -sb "$ckroot/.sandboxer/store" | cut -f1 >>"$state/s_store"
 	change_one_percent "$ws"
 	above_plan "$ck" "${ck_vars[@]}" -var 'snapshots=["warm","full","inc"]' >>"$state/t_inc"
+	# The restore and its baseline side by side, in turns first: what a
+	# file creation costs on ext4 depends on how many files were deleted in
+	# the last minutes (see docs/benchmarks.md, "Restores and this disk"),
+	# and both sides must meet the same deletions.
+	tar_x() {
+		rm -rf "$state/x" && mkdir "$state/x" && sync
+		timed tar -C "$state/x" -xf "$state/ws.tar" >>"$state/t_tarx"
+	}
+	[ $((run % 2)) = 0 ] || tar_x
 	above_plan "$ck" "${ck_vars[@]}" -var 'snapshots=["warm","full","inc"]' -var restore=full >>"$state/t_restore"
+	[ $((run % 2)) = 1 ] || tar_x
+	rm -rf "$state/x" "$state/ws.tar"
 	tf "$ck" destroy -auto-approve "${ck_vars[@]}" -var 'snapshots=["warm","full","inc"]' -var restore=full
 	log "run $run: full $(tail -n1 "$state/t_full") s, incremental $(tail -n1 "$state/t_inc") s, restore $(tail -n1 "$state/t_restore") s; tar -c | gzip -1 $(tail -n1 "$state/t_gz") s, tar -x $(tail -n1 "$state/t_tarx") s; store $(tail -n1 "$state/s_store") B, gzip $(tail -n1 "$state/s_gz") B"
 done
@@ -315,12 +325,7 @@ for run in $(seq 1 "$RUNS"); do
 	in_volume "$volume" 'tar -x -C /v' <"$state/vol.tar"
 	sync
 	timed sh -c 'docker run --rm --network none -v "$1:/v" "$2" tar -c -C /v . | gzip -1 >"$3"' sh "$volume" "$SANDBOXER_TEST_IMAGE" "$state/vol.tar.gz" >>"$state/v_gz"
-	# The restore matching that capture: its .tar.gz unpacked into a fresh
-	# volume. And, for comparison only, an uncompressed tar of the same data.
-	docker volume create bench-tarx >/dev/null && sync
-	timed sh -c 'gzip -dc "$2" | docker run --rm -i --network none -v bench-tarx:/v "$1" tar -x -C /v' sh "$SANDBOXER_TEST_IMAGE" "$state/vol.tar.gz" >>"$state/v_tarxz"
-	docker volume rm bench-tarx >/dev/null
-	rm -f "$state/vol.tar.gz"
+	# For comparison only: an uncompressed tar of the same data into a fresh volume.
 	docker volume create bench-tarx >/dev/null && sync
 	timed sh -c 'docker run --rm -i --network none -v bench-tarx:/v "$1" tar -x -C /v <"$2"' sh "$SANDBOXER_TEST_IMAGE" "$state/vol.tar" >>"$state/v_tarx"
 	docker volume rm bench-tarx >/dev/null
@@ -332,7 +337,18 @@ for run in $(seq 1 "$RUNS"); do
 	echo $(((VOL_FILES / 200) * (vper_file + 8))) >>"$state/v_changed"
 	above_plan "$vol" "${v_vars[@]}" -var 'snapshots=["warm","full","inc"]' >>"$state/v_inc"
 	"$TERRAFORM" -chdir="$vol" state show -no-color 'sandboxer_snapshot.s["inc"]' | awk '$1 == "stored_bytes" {print $3}' >>"$state/v_stored"
+	# The restore matching that capture: its .tar.gz unpacked into a fresh
+	# volume, side by side with the restore and in turns first (as for the
+	# workspace restore above).
+	vol_tarxz() {
+		docker volume create bench-tarxz >/dev/null && sync
+		timed sh -c 'gzip -dc "$2" | docker run --rm -i --network none -v bench-tarxz:/v "$1" tar -x -C /v' sh "$SANDBOXER_TEST_IMAGE" "$state/vol.tar.gz" >>"$state/v_tarxz"
+	}
+	[ $((run % 2)) = 0 ] || vol_tarxz
 	above_plan "$vol" "${v_vars[@]}" -var 'snapshots=["warm","full","inc"]' -var restore=full >>"$state/v_restore"
+	[ $((run % 2)) = 1 ] || vol_tarxz
+	docker volume rm bench-tarxz >/dev/null
+	rm -f "$state/vol.tar.gz"
 	tf "$vol" destroy -auto-approve "${v_vars[@]}" -var 'snapshots=["warm","full","inc"]' -var restore=full
 	log "run $run: volume full $(tail -n1 "$state/v_full") s, incremental $(tail -n1 "$state/v_inc") s ($(tail -n1 "$state/v_stored") B stored of $(tail -n1 "$state/v_changed") B changed), restore $(tail -n1 "$state/v_restore") s; docker run tar | gzip -1 $(tail -n1 "$state/v_gz") s, gzip -dc | tar -x $(tail -n1 "$state/v_tarxz") s, tar -x (uncompressed) $(tail -n1 "$state/v_tarx") s"
 done
