@@ -125,14 +125,7 @@ const noComposeFileExit = 93
 
 // compose returns the compose argv for a host, detecting it once per host.
 func (e *Extension) compose(ctx context.Context, h *hosts.Host) ([]string, error) {
-	if e.ComposeCommand != "" {
-		return strings.Fields(e.ComposeCommand), nil
-	}
-	if v, ok := e.detected.Load(h.Host()); ok {
-		argv, ok := v.([]string)
-		if !ok {
-			panic(fmt.Sprintf("composessh: detected compose command of type %T: only []string is stored", v))
-		}
+	if argv, ok := e.known(h); ok {
 		return argv, nil
 	}
 	out, err := hosts.Output(ctx, h, `if docker compose version >/dev/null 2>&1; then echo "docker compose"
@@ -149,6 +142,22 @@ else echo "no compose command found: tried docker compose, docker-compose, podma
 	argv := strings.Fields(string(out))
 	e.detected.Store(h.Host(), argv)
 	return argv, nil
+}
+
+// known is the compose argv for h when configured or detected already.
+func (e *Extension) known(h *hosts.Host) ([]string, bool) {
+	if e.ComposeCommand != "" {
+		return strings.Fields(e.ComposeCommand), true
+	}
+	v, ok := e.detected.Load(h.Host())
+	if !ok {
+		return nil, false
+	}
+	argv, ok := v.([]string)
+	if !ok {
+		panic(fmt.Sprintf("composessh: detected compose command of type %T: only []string is stored", v))
+	}
+	return argv, true
 }
 
 // engine is the container CLI matching the compose command.
@@ -351,13 +360,24 @@ var _ backends.BatchInspector = (*Extension)(nil)
 
 // HostStatusScript lists every compose container on the host with its
 // project: the status of all of a host's sandboxes in one command.
-func (e *Extension) HostStatusScript(ctx context.Context, h *hosts.Host) (string, error) {
-	compose, err := e.compose(ctx, h)
-	if err != nil {
-		return "", err
+//
+// A status needs only the engine, not the compose command: when this
+// process has not detected that yet (a plan's refresh), the script lists
+// the containers of each engine the host has rather than detecting it,
+// which runs the compose CLI (`docker compose version` starts the compose
+// plugin: ~0.3 s, the most of a plan's time on the host). Project names
+// are the sandboxes' own, so a project is found in one engine or, where
+// `docker` is podman's, seen twice the same. An engine whose listing
+// fails, or no engine at all, fails the script: each sandbox is then
+// inspected by itself, which says why.
+func (e *Extension) HostStatusScript(_ context.Context, h *hosts.Host) (string, error) {
+	filter := hosts.Quote("label=" + projectLabel)
+	format := hosts.Quote(`{{.Label "` + projectLabel + `"}}|{{.Label "com.docker.compose.service"}}|{{.State}}|{{.Status}}`)
+	if compose, ok := e.known(h); ok {
+		return engine(compose) + " ps -a --filter " + filter + " --format " + format, nil
 	}
-	return fmt.Sprintf(`%s ps -a --filter %s --format '{{.Label "%s"}}|{{.Label "com.docker.compose.service"}}|{{.State}}|{{.Status}}'`,
-		engine(compose), hosts.Quote("label="+projectLabel), projectLabel), nil
+	return `(n=0; for e in docker podman; do command -v "$e" >/dev/null 2>&1 || continue; "$e" ps -a --filter ` + filter +
+		` --format ` + format + ` || exit 1; n=1; done; [ "$n" = 1 ])`, nil
 }
 
 // StatusFrom is Inspect's status of sb from HostStatusScript's output.
