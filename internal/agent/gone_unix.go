@@ -21,8 +21,8 @@ import (
 // dying wherever it is. Were the group killed before the agent left it, the
 // agent died with it before doing anything.
 //
-// Output that is not a pipe or socket (a file, /dev/null: a test, a local
-// run) never ends: done is never closed.
+// Output that is not a pipe or socket (a file, /dev/null) never ends: done
+// is never closed.
 func outputGone(stdout io.Writer) <-chan struct{} {
 	done := make(chan struct{})
 	f, ok := stdout.(*os.File)
