@@ -38,8 +38,9 @@ type Extension struct {
 	// a host without one uses DefaultNetworkPool.
 	NetworkPools map[string]netip.Prefix
 
-	detected sync.Map // host name -> []string (compose argv)
-	pools    sync.Map // host name -> *networkPool
+	detected  sync.Map // host name -> []string (compose argv)
+	detecting sync.Map // host name -> chan struct{} (one detection at a time)
+	pools     sync.Map // host name -> *networkPool
 	// firstStatus holds, by sandbox id, the status output read by the
 	// command that brought the sandbox up, for WaitReady's first look.
 	firstStatus sync.Map
@@ -124,8 +125,25 @@ func restoredProject(ctx context.Context, h *hosts.Host, sb *backends.Sandbox, c
 const noComposeFileExit = 93
 
 // compose returns the compose argv for a host, detecting it once per host.
+// Callers that find it undetected wait for one detection: `docker compose
+// version` starts the compose plugin (~0.25 s of CPU), and the creates of
+// one apply all ask at once.
 func (e *Extension) compose(ctx context.Context, h *hosts.Host) ([]string, error) {
 	if argv, ok := e.known(h); ok {
+		return argv, nil
+	}
+	v, _ := e.detecting.LoadOrStore(h.Host(), make(chan struct{}, 1))
+	turn, ok := v.(chan struct{})
+	if !ok {
+		panic(fmt.Sprintf("composessh: detection lock of type %T: only chan struct{} is stored", v))
+	}
+	select {
+	case turn <- struct{}{}:
+		defer func() { <-turn }()
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	if argv, ok := e.known(h); ok { // detected while this call waited
 		return argv, nil
 	}
 	out, err := hosts.Output(ctx, h, `if docker compose version >/dev/null 2>&1; then echo "docker compose"

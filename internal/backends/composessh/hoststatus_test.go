@@ -1,14 +1,19 @@
 package composessh_test
 
 import (
+	"context"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/backends"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/backends/composessh"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/hosts"
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/testharness"
 )
 
 // Before the compose command is known, the host status script lists each
@@ -57,5 +62,52 @@ func TestHostStatusScriptWithoutDetection(t *testing.T) {
 	known, err := composessh.New("podman-compose").HostStatusScript(t.Context(), &hosts.Host{Transport: &hosts.Local{}})
 	if err != nil || !strings.HasPrefix(known, "podman ps ") {
 		t.Errorf("with podman-compose configured: %q, %v", known, err)
+	}
+}
+
+// scripts is a host transport that keeps every script run through it:
+// instrumentation of the real SSH transport, which still runs them.
+type scripts struct {
+	hosts.Transport
+	mu  sync.Mutex
+	ran []string
+}
+
+func (s *scripts) Run(ctx context.Context, script string, stdin io.Reader, stdout io.Writer) error {
+	s.mu.Lock()
+	s.ran = append(s.ran, script)
+	s.mu.Unlock()
+	return s.Transport.Run(ctx, script, stdin, stdout)
+}
+
+// The creates of one apply all need the compose command at once: a fresh
+// process detects it once per host, not once per caller.
+func TestComposeDetectedOncePerHost(t *testing.T) {
+	testharness.RequireDocker(t)
+	h := testharness.SSHHost(t)
+	tr := &scripts{Transport: h.Transport}
+	ch := &hosts.Host{Transport: tr, RootDir: h.RootDir}
+	e := composessh.New("")
+	const n = 8
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range n {
+		sb := &backends.Sandbox{ID: backends.NewID(), WorkspaceDir: filepath.Join(h.RootDir, "none"), ComposeProject: "sbx-none", Services: []string{"web"}}
+		wg.Go(func() { _, errs[i] = e.Inspect(ctx(t), ch, sb) })
+	}
+	wg.Wait()
+	detections := 0
+	for _, s := range tr.ran {
+		if strings.Contains(s, "docker compose version") {
+			detections++
+		}
+	}
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("Inspect %d: %v", i, err)
+		}
+	}
+	if detections != 1 {
+		t.Errorf("%d concurrent inspects detected compose %d times, want once", n, detections)
 	}
 }
