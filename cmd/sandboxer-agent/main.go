@@ -3,8 +3,9 @@
 // host's platform (a tenth of the provider's size), and the only agent for a
 // host whose OS or architecture differs from the machine running Terraform
 // (the provider's own executable serves otherwise). It speaks the same
-// protocol, `sandboxer-agent __sandboxer_agent OP` with JSON on stdin and
-// stdout, and is not meant to be run by hand. See internal/agent.
+// protocol, `sandboxer-agent __sandboxer_agent OP [REQUEST]` with JSON
+// requests (on the command line or stdin) and answers (on stdout), and is
+// not meant to be run by hand. See internal/agent.
 package main
 
 import (

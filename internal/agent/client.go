@@ -311,8 +311,9 @@ const exitCannotExecute = 126
 // shell: see hosts.shell). A larger one goes on stdin, in a session of its
 // own, and so does any request carrying a manifest or env values (a
 // cross-host restore's): a command line is visible to every user of the
-// host. Well below the shell's script bound and Linux's 128 KiB per
-// argument.
+// host. Linux takes 128 KiB per argument; a request whose quoting grows it
+// past the shell's script bound (hosts.Quote turns each ' into five bytes)
+// runs in a session of its own, still from its command line.
 const argRequestMax = 8 << 10
 
 // requestInArgs says whether req (marshalled: body) goes on the agent's

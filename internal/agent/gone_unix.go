@@ -1,55 +1,39 @@
-//go:build unix
+//go:build unix && !linux
 
 package agent
 
 import (
 	"io"
-	"math"
 	"os"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
 
-// outputGone, for an agent run in a host's shell, is closed once its
-// stdout's reader is gone: sshd closes the session's pipes when the client
-// closes the session (it gave up on the command) or the connection ends.
-//
-// The shell then kills its process group (SIGKILL: what a command must not
-// outlive). The agent first leaves that group, so that it stops the way it
-// does for a client that went away (no manifest written; a restore not yet
-// applying leaves its target as it was, one applying completes) instead of
-// dying wherever it is. Were the group killed before the agent left it, the
-// agent died with it before doing anything.
-//
-// Output that is not a pipe or socket (a file, /dev/null) never ends: done
-// is never closed.
-func outputGone(stdout io.Writer) <-chan struct{} {
+// outputGone, for an agent run in a host's shell, is closed once the
+// process that started it is gone. The shell kills its process group when
+// its session ends (see gone_linux.go); the agent leaves that group first,
+// and its parent's death is the signal. Where the agent is not on Linux
+// (a macOS host driven from a macOS provider), poll cannot watch stdout for
+// its reader going: it makes a poll without events into no kqueue filter
+// at all, which never returns. Its parent, looked at every 100 ms, is
+// what is left. The parent is read before the agent leaves the group:
+// were the group killed before then, the agent died with it.
+func outputGone(io.Writer) <-chan struct{} {
 	done := make(chan struct{})
-	f, ok := stdout.(*os.File)
-	if !ok {
-		return done
-	}
+	parent := os.Getppid()
 	// EPERM for a session leader (run by sshd directly, not from a shell),
 	// which no shell's kill reaches anyway.
 	_ = unix.Setpgid(0, 0)
-	fd := f.Fd()
-	if fd > math.MaxInt32 {
-		return done // not a descriptor poll can take; never the case for stdout
-	}
 	go func() {
-		// No events asked for: poll reports only POLLERR (a pipe whose
-		// reader closed) and POLLHUP (a socket whose peer closed).
-		fds := []unix.PollFd{{Fd: int32(fd)}} //nolint:gosec // G115: bounded by MaxInt32 above
-		for {
-			n, err := unix.Poll(fds, -1)
-			if err == unix.EINTR {
-				continue
-			}
-			if err != nil || n > 0 && fds[0].Revents&(unix.POLLERR|unix.POLLHUP|unix.POLLNVAL) != 0 {
-				break
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for range tick.C {
+			if os.Getppid() != parent {
+				gone(done)
+				return
 			}
 		}
-		gone(done)
 	}()
 	return done
 }

@@ -4,7 +4,8 @@
 // the host's platform when there is one, else the provider's own
 // executable. It runs there as `<binary> __sandboxer_agent <op>`, so file
 // data is read and written on the host, never streamed through Terraform.
-// Requests are JSON on stdin; responses JSON on stdout.
+// Requests are JSON, on the command line or on stdin (see Main); responses
+// JSON on stdout.
 package agent
 
 import (

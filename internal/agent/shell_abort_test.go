@@ -46,10 +46,19 @@ func TestCaptureInAShellStopsWhenTheSessionEnds(t *testing.T) {
 	}
 	// The agent holds the FIFO "exited" open for writing (fd 9) until it
 	// exits: reading it to its end waits for that. The shell opens it
-	// before the agent starts.
+	// before the agent starts. Its stderr goes to a file: the session's is
+	// gone with the session.
+	stderr := filepath.Join(aside, "stderr")
 	script := pauseEnv + "=" + hosts.Quote(pausedAt+":"+reached+":"+release) + " " +
 		goneFIFOEnv + "=" + hosts.Quote(gone) + " " +
-		hosts.Command(os.Args[0], Command, "snapshot", string(req)) + " 9>" + hosts.Quote(exited)
+		hosts.Command(os.Args[0], Command, "snapshot", string(req)) + " 9>" + hosts.Quote(exited) + " 2>" + hosts.Quote(stderr)
+	// Should the test fail with the agent held at f10, let it go on: it is
+	// not the test's child, nothing else would end it.
+	t.Cleanup(func() {
+		if f, err := os.OpenFile(release, os.O_RDWR|syscall.O_NONBLOCK, 0); err == nil {
+			_ = f.Close() // opened only to unblock the agent's open
+		}
+	})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	r := &agentRun{exited: make(chan error, 1)}
@@ -85,6 +94,9 @@ func TestCaptureInAShellStopsWhenTheSessionEnds(t *testing.T) {
 		}
 	case <-time.After(time.Minute):
 		t.Fatal("the agent did not exit after its client went away")
+	}
+	if b, err := os.ReadFile(stderr); err != nil || !strings.Contains(string(b), "aborted") {
+		t.Fatalf("the agent stopped for another reason than its client going: %q, %v", b, err)
 	}
 	checkStoreTrustworthy(t, store)
 }
