@@ -12,6 +12,9 @@
 #   3. `terraform plan` (refresh) of M sandboxes + M snapshots (default 50)
 #        vs 1 + 1                                                goal <= 2x
 #   4. SSH handshakes of the apply of N and of the plan of M     goal 1 each
+#  4b. `terraform apply` of N copies of a stack with a fixed container_name
+#        and a fixed host port (each rendered: free port, scoped name)
+#        vs the apply of N stacks without                        goal <= 1.1x
 #   5. `terraform apply` adding an incremental snapshot after 1% of the files
 #        of a workspace changed (default 5,000 files, 256 MiB, half random)
 #        vs the full snapshot's, each counted above a plan      goal <= 0.15x
@@ -98,6 +101,18 @@ services:
     command: ["sh", "-c", "trap 'exit 0' TERM; while true; do sleep 1; done"]
 YAML
 echo "fixture" >"$repo/README.txt"
+# The same stack as people write it: a fixed container name and a fixed
+# host port. Every copy runs rendered (free host port, scoped name).
+repo_ports="$(devprovider_tmpdir repo-ports)"
+cat >"$repo_ports/docker-compose.yml" <<YAML
+services:
+  app:
+    image: $SANDBOXER_TEST_IMAGE
+    container_name: app
+    ports: ["18080:80"]
+    command: ["sh", "-c", "trap 'exit 0' TERM; while true; do sleep 1; done"]
+YAML
+echo "fixture" >"$repo_ports/README.txt"
 
 work() { # $1 = name of a scratch copy of scripts/bench/apply/$2
 	local dir
@@ -177,7 +192,7 @@ above_plan() { # $1 = directory, then variables: prints apply time minus plan ti
 # ---------------------------------------------------------------- 1, 2, 4: apply of N
 if want apply; then
 log "apply of $N compose sandboxes ($COMPOSE), $RUNS runs per side"
-: >"$state/t_prov" && : >"$state/t_re" && : >"$state/t_floor"
+: >"$state/t_prov" && : >"$state/t_re" && : >"$state/t_floor" && : >"$state/t_ports"
 for run in $(seq 1 "$RUNS"); do
 	h0="$(handshakes)"
 	timed tf "$prov" apply -auto-approve "${common[@]}" -var "n=$N" >>"$state/t_prov"
@@ -189,9 +204,11 @@ for run in $(seq 1 "$RUNS"); do
 	tf "$re" destroy -auto-approve "${re_vars[@]}" -var "n=$N"
 	timed floor_up >>"$state/t_floor"
 	floor_down
-	log "run $run: provider $(tail -n1 "$state/t_prov") s, remote-exec $(tail -n1 "$state/t_re") s, shell $(tail -n1 "$state/t_floor") s"
+	timed tf "$prov" apply -auto-approve "${common[@]}" -var "repo=$repo_ports" -var "n=$N" >>"$state/t_ports"
+	tf "$prov" destroy -auto-approve "${common[@]}" -var "repo=$repo_ports" -var "n=$N"
+	log "run $run: provider $(tail -n1 "$state/t_prov") s, remote-exec $(tail -n1 "$state/t_re") s, shell $(tail -n1 "$state/t_floor") s, fixed ports and names $(tail -n1 "$state/t_ports") s"
 done
-t_prov="$(median <"$state/t_prov")" t_re="$(median <"$state/t_re")" t_floor="$(median <"$state/t_floor")"
+t_prov="$(median <"$state/t_prov")" t_re="$(median <"$state/t_re")" t_floor="$(median <"$state/t_floor")" t_ports="$(median <"$state/t_ports")"
 fi
 
 # ---------------------------------------------------------------- 3, 4: plan of M + M
@@ -381,6 +398,7 @@ if want apply; then
 	row "apply of $N sandboxes vs remote-exec" "$t_prov" "$t_re" 0.7
 	row "apply of $N sandboxes vs $N parallel shell mkdir; cp; compose up -d" "$t_prov" "$t_floor" 1.5
 	count "SSH handshakes, apply of $N (remote-exec: $h_re)" "$h_apply" 1
+	row "apply of $N copies of a stack with a fixed container_name and host port (rendered) vs of $N without" "$t_ports" "$t_prov" 1.1
 fi
 if want plan; then
 	row "plan of $M sandboxes + $M snapshots vs 1 + 1" "$t_planM" "$t_plan1" 2

@@ -7,6 +7,7 @@ package backends
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"time"
 
@@ -34,12 +35,22 @@ type Sandbox struct {
 	// compose reads them from an override file beside the record
 	// (composessh/networks.go). A flag, not a path: where the file is
 	// follows from the workspace and id, never from what a record says.
-	NetworkOverride bool       `json:"network_override,omitempty"`
-	Services        []string   `json:"services,omitempty"` // declared compose services
-	SourceHash      string     `json:"source_hash,omitempty"`
-	CreatedAt       time.Time  `json:"created_at"`
-	ReadyAt         *time.Time `json:"ready_at,omitempty"`
-	ExpiresAt       *time.Time `json:"expires_at,omitempty"` // from the ttl; what a reaper acts on
+	NetworkOverride bool `json:"network_override,omitempty"`
+	// Rendered: compose runs the sandbox's rendered compose file
+	// (composefile.Isolate), written beside the compose file; a flag for
+	// the same reason as NetworkOverride.
+	Rendered bool `json:"rendered,omitempty"`
+	// PublishedPorts is the sandbox's published_ports ("free" or
+	// "as_written"); empty in records from before it existed.
+	PublishedPorts string `json:"published_ports,omitempty"`
+	// WaitForPorts: the sandbox is ready only once every published TCP
+	// port accepts a connection (also after an in-place restore).
+	WaitForPorts bool       `json:"wait_for_ports,omitempty"`
+	Services     []string   `json:"services,omitempty"` // declared compose services
+	SourceHash   string     `json:"source_hash,omitempty"`
+	CreatedAt    time.Time  `json:"created_at"`
+	ReadyAt      *time.Time `json:"ready_at,omitempty"`
+	ExpiresAt    *time.Time `json:"expires_at,omitempty"` // from the ttl; what a reaper acts on
 	// CreateDeadline is set while the sandbox is being created: a record
 	// still without ready_at after it passed belongs to a create that was
 	// abandoned (the provider killed, the connection lost for good), and
@@ -51,6 +62,11 @@ type Sandbox struct {
 	// Metered sandboxes are charged for their lifetime on teardown.
 	HourlyPriceUSD float64 `json:"hourly_price_usd,omitempty"`
 	QuoteUSD       float64 `json:"quote_usd,omitempty"`
+
+	// Seen is what a create saw when the sandbox became ready (its
+	// services' published ports among it), so that its state needs no
+	// read-back. Not part of the record.
+	Seen *Status `json:"-"`
 }
 
 // FormatTTL writes a lifetime the way people write one: "2h", "1h30m",
@@ -79,7 +95,34 @@ const (
 type ServiceState struct {
 	Name  string
 	State string // running, exited, ..., or "missing" when it has no container
+	Ports []Port // published ports, by target then protocol
 }
+
+// Port is a container port published on the host.
+type Port struct {
+	Target    int    // the container port
+	Protocol  string // tcp, udp, sctp
+	HostIP    string // the address the engine binds: "0.0.0.0", "::" or one address
+	Published int    // the host port
+}
+
+// EndpointKey is a published port's key in a sandbox's endpoints:
+// "<service>:<target>", with "/<protocol>" appended when it is not TCP.
+func EndpointKey(service string, target int, protocol string) string {
+	key := service + ":" + strconv.Itoa(target)
+	if protocol != "" && protocol != "tcp" {
+		key += "/" + protocol
+	}
+	return key
+}
+
+// Published ports of a compose sandbox (the sandbox's published_ports).
+const (
+	// PortsFree gives each published port a free host port per sandbox.
+	PortsFree = "free"
+	// PortsAsWritten keeps the compose file's host ports.
+	PortsAsWritten = "as_written"
+)
 
 // Status is what Inspect sees on the host.
 type Status struct {
@@ -112,9 +155,13 @@ func Describe(services []ServiceState) string {
 	return strings.Join(parts, ", ")
 }
 
-// ReadyStatus is the status a sandbox has when WaitReady has just returned:
-// ready, every declared service running.
+// ReadyStatus is the status of a sandbox just created: what its create saw
+// ready, or every declared service running when its extension read
+// nothing more.
 func ReadyStatus(sb *Sandbox) Status {
+	if sb.Seen != nil {
+		return *sb.Seen
+	}
 	st := Status{State: StatusReady}
 	for _, name := range sb.Services {
 		st.Services = append(st.Services, ServiceState{Name: name, State: "running"})
@@ -149,6 +196,11 @@ type Request struct {
 	// Metered, when set, charges the sandbox through the registry's ledger:
 	// a hold of QuoteUSD at create, the measured lifetime at teardown.
 	Metered *Metering
+	// PublishedPorts is PortsFree (the default when empty) or PortsAsWritten.
+	PublishedPorts string
+	// WaitForPorts: ready only once every published TCP port accepts a
+	// connection on the host.
+	WaitForPorts bool
 }
 
 // Metering is the price of a metered sandbox.
@@ -167,8 +219,9 @@ type Extension interface {
 	// Provision creates the sandbox's resources and returns its record. It
 	// does not write the record; Create does, once provisioning succeeded.
 	Provision(ctx context.Context, req Request) (*Sandbox, error)
-	// WaitReady blocks until the sandbox is ready or ctx ends.
-	WaitReady(ctx context.Context, h *hosts.Host, sb *Sandbox) error
+	// WaitReady blocks until the sandbox is ready or ctx ends, and returns
+	// the status it saw ready (with the services' published ports).
+	WaitReady(ctx context.Context, h *hosts.Host, sb *Sandbox) (Status, error)
 	// Inspect reports the live state of a recorded sandbox.
 	Inspect(ctx context.Context, h *hosts.Host, sb *Sandbox) (Status, error)
 	// Teardown removes everything the sandbox created. It is idempotent:
@@ -181,14 +234,28 @@ type Extension interface {
 // alone, what a sandbox will run. env is what the workspace .env will hold
 // (empty when the sandbox writes none).
 type Planner interface {
-	Plan(p *catalog.Profile, inputs, env map[string]string) (Plan, error)
+	Plan(p *catalog.Profile, inputs, env map[string]string, opts PlanOptions) (Plan, error)
+}
+
+// PlanOptions are the sandbox's arguments a plan's checks depend on.
+type PlanOptions struct {
+	PublishedPorts string // PortsFree (default when empty) or PortsAsWritten
 }
 
 // Plan is what a Planner learned: the services (sorted by name) and
-// warnings for the plan.
+// findings for the plan. Its error may join several (errors.Join): every
+// problem of a compose file is reported at once.
 type Plan struct {
 	Services []string
-	Warnings []string
+	Warnings []Finding
+}
+
+// Finding is a plan-time warning or note. Each kind of finding has its own
+// summary: Terraform folds warnings that share one ("and N more similar
+// warnings"), and a docker socket mount must never hide behind a port.
+type Finding struct {
+	Summary string
+	Detail  string
 }
 
 // Snapshotter is an Extension whose sandboxes can be checkpointed. It says

@@ -197,7 +197,7 @@ func (r *Registry) Snapshot(ctx context.Context, h *hosts.Host, req SnapshotRequ
 				err = errors.Join(err, uerr)
 				return
 			}
-			if werr := ext.WaitReady(uctx, h, sb); werr != nil {
+			if _, werr := ext.WaitReady(uctx, h, sb); werr != nil {
 				err = errors.Join(err, werr)
 			}
 		}()
@@ -210,7 +210,7 @@ func (r *Registry) Snapshot(ctx context.Context, h *hosts.Host, req SnapshotRequ
 				err = errors.Join(err, serr)
 				return
 			}
-			if werr := ext.WaitReady(sctx, h, sb); werr != nil {
+			if _, werr := ext.WaitReady(sctx, h, sb); werr != nil {
 				err = errors.Join(err, werr)
 			}
 		}()
@@ -261,7 +261,7 @@ func (r *Registry) RestoreInPlace(ctx context.Context, snapHost *hosts.Host, sna
 	if serr := snap.Start(sctx, h, sb); serr != nil {
 		return res, errors.Join(err, serr)
 	}
-	if werr := ext.WaitReady(sctx, h, sb); werr != nil {
+	if _, werr := ext.WaitReady(sctx, h, sb); werr != nil {
 		return res, errors.Join(err, werr)
 	}
 	return res, err

@@ -77,12 +77,12 @@ func (d DirWorkspace) Provision(ctx context.Context, req Request) (*Sandbox, err
 	return sb, nil
 }
 
-func (d DirWorkspace) WaitReady(ctx context.Context, h *hosts.Host, sb *Sandbox) error {
+func (d DirWorkspace) WaitReady(ctx context.Context, h *hosts.Host, sb *Sandbox) (Status, error) {
 	q := hosts.Quote(sb.WorkspaceDir)
 	if err := h.Run(ctx, fmt.Sprintf("test -d %s && test -w %[1]s", q), nil, nil); err != nil {
-		return fmt.Errorf("workspace %s is not a writable directory: %w", sb.WorkspaceDir, err)
+		return Status{}, fmt.Errorf("workspace %s is not a writable directory: %w", sb.WorkspaceDir, err)
 	}
-	return nil
+	return Status{State: StatusReady}, nil
 }
 
 func (d DirWorkspace) Inspect(ctx context.Context, h *hosts.Host, sb *Sandbox) (Status, error) {

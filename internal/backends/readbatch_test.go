@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -120,7 +121,7 @@ func TestRefreshReadsAHostOnce(t *testing.T) {
 			t.Errorf("Refresh %s = %+v; Get said %+v", id, got[i], want[id])
 		}
 		for j := range got[i].Services {
-			if got[i].Services[j] != want[id].Services[j] {
+			if !reflect.DeepEqual(got[i].Services[j], want[id].Services[j]) {
 				t.Errorf("Refresh %s service %d = %+v; Get said %+v", id, j, got[i].Services[j], want[id].Services[j])
 			}
 		}

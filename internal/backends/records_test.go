@@ -79,7 +79,9 @@ func (e *spyExtension) Validate(*catalog.Profile, map[string]string) error { ret
 func (e *spyExtension) Provision(context.Context, Request) (*Sandbox, error) {
 	return nil, nil
 }
-func (e *spyExtension) WaitReady(context.Context, *hosts.Host, *Sandbox) error { return nil }
+func (e *spyExtension) WaitReady(context.Context, *hosts.Host, *Sandbox) (Status, error) {
+	return Status{State: StatusReady}, nil
+}
 func (e *spyExtension) Inspect(context.Context, *hosts.Host, *Sandbox) (Status, error) {
 	return Status{State: StatusReady}, nil
 }

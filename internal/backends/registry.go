@@ -171,9 +171,11 @@ func (r *Registry) create(ctx context.Context, ext Extension, req Request) (*San
 	if err := writeRecord(ctx, req.Host, sb); err != nil {
 		return fail(err)
 	}
-	if err := ext.WaitReady(ctx, req.Host, sb); err != nil {
+	seen, err := ext.WaitReady(ctx, req.Host, sb)
+	if err != nil {
 		return fail(err)
 	}
+	sb.Seen = &seen
 	ready := r.now().UTC()
 	sb.ReadyAt, sb.CreateDeadline = &ready, nil
 	if err := writeRecord(ctx, req.Host, sb); err != nil {

@@ -35,10 +35,24 @@ func (f Filter) Validate() error {
 	return nil
 }
 
+// ReservedPrefix starts the names of what the provider keeps in a
+// workspace for itself, in any directory: a restore's staging area, a
+// compose sandbox's rendered compose file. They are the sandbox's, not
+// the user's: never captured, never pruned by a restore.
+const ReservedPrefix = ".sandboxer-"
+
 // alwaysExcluded are never captured as files: the workspace .env is secret
-// and captured (with include_env) as env; the restore staging area is ours.
+// and captured (with include_env) as env; reserved names are ours.
 func alwaysExcluded(rel string) bool {
-	return rel == ".env" || strings.HasPrefix(rel, stagingPrefix)
+	if rel == ".env" {
+		return true
+	}
+	for _, elem := range strings.Split(rel, "/") {
+		if strings.HasPrefix(elem, ReservedPrefix) {
+			return true
+		}
+	}
+	return false
 }
 
 // Excluded reports whether rel (a file or directory) is excluded.

@@ -17,6 +17,8 @@ func TestFilter(t *testing.T) {
 		"README":                        false,
 		".env":                          false,
 		".sandboxer-restore-1/src/x.go": false,
+		// A compose sandbox's rendered compose file, beside the user's.
+		"src/.sandboxer-compose.yml": false,
 	}
 	for p, want := range cases {
 		if got := f.InScope(p); got != want {

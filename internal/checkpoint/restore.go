@@ -20,7 +20,7 @@ import (
 
 // stagingPrefix names the directory inside the target where restored files
 // are written and verified before any of them is moved into place.
-const stagingPrefix = ".sandboxer-restore-"
+const stagingPrefix = ReservedPrefix + "restore-"
 
 // RestoreOptions say what a restore writes into its target.
 type RestoreOptions struct {

@@ -81,6 +81,7 @@ func Quiet() { quietLogrus.Do(func() { logrus.SetOutput(io.Discard) }) }
 type Loaded struct {
 	Project *types.Project
 	Path    string // the compose file on this machine
+	raw     []byte // the file as written, for Isolate
 	lines   lineIndex
 }
 
@@ -171,8 +172,32 @@ func LoadFile(repo, file string, env map[string]string) (*Loaded, error) {
 	if err != nil {
 		return nil, &FileError{File: path, Line: yamlErrorLine(err.Error()), Msg: strings.TrimPrefix(err.Error(), path+": ")}
 	}
-	raw, _ := os.ReadFile(path)
-	return &Loaded{Project: project, Path: path, lines: newLineIndex(raw)}, nil
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, &FileError{File: path, Msg: err.Error()}
+	}
+	return &Loaded{Project: project, Path: path, raw: raw, lines: newLineIndex(raw)}, nil
+}
+
+// LoadResolved reads a project as `compose config` prints it on a host
+// (already interpolated, paths those of the host): a restore whose compose
+// file exists only in the restored workspace. Compose v1 and v2 both print
+// YAML that compose-go reads like any compose file.
+func LoadResolved(name string, raw []byte) (*Loaded, error) {
+	Quiet()
+	project, err := loader.LoadWithContext(context.Background(), types.ConfigDetails{
+		WorkingDir:  "/",
+		ConfigFiles: []types.ConfigFile{{Filename: name, Content: raw}},
+		Environment: types.Mapping{},
+	}, func(o *loader.Options) {
+		// Already interpolated and resolved on the host.
+		o.SkipInterpolation, o.SkipResolveEnvironment, o.ResolvePaths = true, true, false
+		o.SetProjectName("sbx-restore", true)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &Loaded{Project: project, Path: name, raw: raw, lines: newLineIndex(raw)}, nil
 }
 
 // Within reports whether path (absolute, as the loader resolves it) lies in dir.

@@ -23,6 +23,12 @@ type Host struct {
 	// RootDir is absolute, or relative to the SSH user's home directory.
 	RootDir string
 	Local   bool
+	// PublishAddress is the host address compose sandboxes publish ports
+	// on when their file names none ("": all interfaces, as compose does).
+	PublishAddress string
+	// EndpointHost is the name or address clients reach published ports
+	// at (the host block's endpoint_host, default the host of its address).
+	EndpointHost string
 }
 
 // DefaultLocalRootDir is where sandboxes live on the built-in host "local".

@@ -68,6 +68,7 @@ var swarmNodeType = types.ObjectType{AttrTypes: map[string]attr.Type{
 var inventorySandboxType = types.ObjectType{AttrTypes: map[string]attr.Type{
 	"id": types.StringType, "profile": types.StringType, "extension": types.StringType, "status": types.StringType,
 	"created_at": types.StringType, "expires_at": types.StringType, "expired": types.BoolType, "stale": types.BoolType,
+	"endpoints": types.MapType{ElemType: types.StringType},
 }}
 
 func (d *HostInventoryDataSource) Metadata(_ context.Context, req datasource.MetadataRequest, resp *datasource.MetadataResponse) {
@@ -116,7 +117,8 @@ func (d *HostInventoryDataSource) Schema(_ context.Context, _ datasource.SchemaR
 			"free_sandbox_networks": i64("How many more compose sandbox networks of the default size (/27) fit in the host's " +
 				"`network_pool`, given the subnets its sandboxes and other docker networks hold. Each network of a compose sandbox takes one."),
 			"sandboxes": schema.ListAttribute{Computed: true, ElementType: inventorySandboxType,
-				MarkdownDescription: "Sandboxes recorded on the host: `id`, `profile`, `extension`, `status`, `created_at`, `expires_at`, `expired`, `stale`."},
+				MarkdownDescription: "Sandboxes recorded on the host: `id`, `profile`, `extension`, `status`, `created_at`, `expires_at`, `expired`, `stale`, " +
+					"and `endpoints` (as the sandbox resource's: `\"<service>:<target>\"` to `\"<endpoint_host>:<published>\"`)."},
 			"stale_sandbox_ids": schema.ListAttribute{Computed: true, ElementType: types.StringType,
 				MarkdownDescription: "Expired sandboxes, half-dead ones (a workspace without its services, or services without their workspace), and " +
 					"abandoned ones: a create that never finished (the provider killed, the host unreachable for good) once its create deadline has passed. " +
@@ -213,6 +215,7 @@ func (d *HostInventoryDataSource) Read(ctx context.Context, req datasource.ReadR
 			"extension": types.StringValue(s.Sandbox.Extension), "status": types.StringValue(s.Status.State),
 			"created_at": types.StringValue(s.Sandbox.CreatedAt.UTC().Format(time.RFC3339)),
 			"expires_at": types.StringValue(expires), "expired": types.BoolValue(s.Expired), "stale": types.BoolValue(s.Stale),
+			"endpoints": reachOf(s.Status.Services, h.EndpointHost).endpoints,
 		}))
 		if s.Stale {
 			stale = append(stale, s.Sandbox.ID)

@@ -151,7 +151,7 @@ func (l *SandboxListResource) result(ctx context.Context, req list.ListRequest, 
 	m := sandboxModel{Host: host, ID: id, Inputs: types.MapNull(types.StringType), Env: types.MapNull(types.StringType),
 		EnvWO: types.MapNull(types.StringType), Labels: types.MapNull(types.StringType), HostLabels: types.MapNull(types.StringType), TTL: types.StringNull()}
 	m.Timeouts = nullTimeouts(ctx, req, &r.Diagnostics)
-	r.Diagnostics.Append(m.fromBackend(ctx, sb, info.Status)...)
+	r.Diagnostics.Append(m.fromBackend(ctx, sb, info.Status, l.data.endpointHost(sb.Host))...)
 	r.Diagnostics.Append(r.Resource.Set(ctx, &m)...)
 	return r
 }

@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"net"
 	"net/netip"
 	"os"
 	"slices"
@@ -71,6 +72,10 @@ type hostModel struct {
 	Reaper  types.Bool   `tfsdk:"reaper"`
 	// NetworkPool is read by Configure for ext.compose-ssh.
 	NetworkPool types.String `tfsdk:"network_pool"`
+	// PublishAddress and EndpointHost: where compose sandboxes publish
+	// ports, and where clients reach them.
+	PublishAddress types.String `tfsdk:"publish_address"`
+	EndpointHost   types.String `tfsdk:"endpoint_host"`
 	// Pool, MaxSandboxes and Labels place sandboxes (pools.go).
 	Pool         types.String `tfsdk:"pool"`
 	MaxSandboxes types.Int64  `tfsdk:"max_sandboxes"`
@@ -99,6 +104,15 @@ type providerData struct {
 	catalog     *catalog.Catalog
 	registry    *backends.Registry
 	events      *events.Sender // nil without events_url
+}
+
+// endpointHost is where clients reach the published ports of a host's
+// sandboxes ("" for a host the configuration no longer has).
+func (d *providerData) endpointHost(host string) string {
+	if h, err := d.host(host); err == nil {
+		return h.EndpointHost
+	}
+	return ""
 }
 
 // emit sends a lifecycle event; an event that cannot be delivered is a
@@ -190,6 +204,14 @@ func (p *SandboxerProvider) Schema(_ context.Context, _ provider.SchemaRequest, 
 			"the ~30 networks dockerd's default address pools allow. Default `" + composessh.DefaultNetworkPool.String() + "`, " +
 			"outside docker's own pools; pick another if it overlaps a network the host reaches. A compose file's own subnets " +
 			"and external networks are left alone."}
+	hostAttrs["publish_address"] = schema.StringAttribute{Optional: true,
+		Validators: []validator.String{ipAddress()},
+		MarkdownDescription: "Host address compose sandboxes publish their ports on when the compose file binds them to none, " +
+			"e.g. `127.0.0.1` to keep them off the network. Default: all interfaces, as compose does. A sandbox with " +
+			"`published_ports = \"as_written\"` keeps the file's ports as they are."}
+	hostAttrs["endpoint_host"] = schema.StringAttribute{Optional: true,
+		MarkdownDescription: "Name or address clients use to reach the host's published ports: the host part of sandboxes' " +
+			"`endpoints` and `services[*].ports[*].address`. Default: the host part of `address` (`127.0.0.1` for a local host)."}
 	hostAttrs["pool"] = schema.StringAttribute{Optional: true,
 		MarkdownDescription: "Host pool this host belongs to: sandboxes with `host_pool` (or a profile placing them in the pool) " +
 			"go to the pool's host with the most headroom when they are created. Not to be confused with `network_pool`."}
@@ -291,6 +313,10 @@ func (p *SandboxerProvider) Configure(ctx context.Context, req provider.Configur
 			resp.Diagnostics.AddAttributeError(at, "Unable to Configure Host", err.Error())
 			continue
 		}
+		h.PublishAddress = hm.PublishAddress.ValueString()
+		if e := hm.EndpointHost.ValueString(); e != "" {
+			h.EndpointHost = e
+		}
 		data.hosts[name] = h
 		data.registry.SetReaper(name, reaperSetting(hm.Reaper))
 		if pool := hm.NetworkPool.ValueString(); pool != "" {
@@ -319,7 +345,7 @@ func localHost(name, rootDir string) *hosts.Host {
 	if rootDir == "" {
 		rootDir = hosts.DefaultLocalRootDir()
 	}
-	return &hosts.Host{Transport: &hosts.Local{Name: name}, RootDir: rootDir, Local: true}
+	return &hosts.Host{Transport: &hosts.Local{Name: name}, RootDir: rootDir, Local: true, EndpointHost: "127.0.0.1"}
 }
 
 // reaperSetting reads a host block's `reaper`: unset leaves the host alone.
@@ -361,7 +387,11 @@ func buildTransport(hm hostModel) (*hosts.Host, error) {
 	if root == "" {
 		root = hosts.DefaultRemoteRootDir
 	}
-	return &hosts.Host{Transport: tr, RootDir: root}, nil
+	endpoint := cfg.Address
+	if h, _, err := net.SplitHostPort(cfg.Address); err == nil {
+		endpoint = h
+	}
+	return &hosts.Host{Transport: tr, RootDir: root, EndpointHost: endpoint}, nil
 }
 
 func sshConfig(name string, m sshModel) (hosts.SSHConfig, error) {

@@ -57,6 +57,7 @@ type restoreModel struct {
 	Triggers        types.Map      `tfsdk:"triggers"`
 	SandboxID       types.String   `tfsdk:"sandbox_id"`
 	WorkspaceDir    types.String   `tfsdk:"workspace_dir"`
+	Endpoints       types.Map      `tfsdk:"endpoints"`
 	FilesRestored   types.Int64    `tfsdk:"files_restored"`
 	RestoredAt      types.String   `tfsdk:"restored_at"`
 	Timeouts        timeouts.Value `tfsdk:"timeouts"`
@@ -110,6 +111,10 @@ func (r *RestoreResource) Schema(ctx context.Context, _ resource.SchemaRequest, 
 				MarkdownDescription: "The restored sandbox: the new one, or the target."},
 			"workspace_dir": schema.StringAttribute{Computed: true, PlanModifiers: keep,
 				MarkdownDescription: "Workspace of the restored sandbox on its host."},
+			"endpoints": schema.MapAttribute{Computed: true, ElementType: types.StringType,
+				MarkdownDescription: "A restore into a new sandbox: where its published ports are reached, as the sandbox resource's " +
+					"`endpoints` (`\"<service>:<target>\"` to `\"<endpoint_host>:<published>\"`); updated by refresh. Null for a restore in " +
+					"place: the target sandbox's own `endpoints` say it."},
 			"files_restored": schema.Int64Attribute{Computed: true, PlanModifiers: []planmodifier.Int64{int64planmodifier.UseStateForUnknown()},
 				MarkdownDescription: "Files and links written."},
 			"restored_at": schema.StringAttribute{Computed: true, PlanModifiers: keep, MarkdownDescription: "When the restore completed (RFC 3339)."},
@@ -212,6 +217,10 @@ func (r *RestoreResource) Create(ctx context.Context, req resource.CreateRequest
 	plan.Host = types.StringValue(sb.Host)
 	plan.SandboxID = types.StringValue(sb.ID)
 	plan.WorkspaceDir = types.StringValue(sb.WorkspaceDir)
+	plan.Endpoints = types.MapNull(types.StringType)
+	if !plan.inPlace() {
+		plan.Endpoints = reachOf(backends.ReadyStatus(sb).Services, r.data.endpointHost(sb.Host)).endpoints
+	}
 	plan.FilesRestored = types.Int64Value(int64(res.FilesRestored))
 	plan.RestoredAt = types.StringValue(r.data.registry.Now().Format(time.RFC3339))
 	r.data.emit(ctx, &resp.Diagnostics, events.Event{Event: events.RestoreCompleted, SnapshotID: snapshotID,
@@ -267,7 +276,9 @@ func (r *RestoreResource) Read(ctx context.Context, req resource.ReadRequest, re
 		resp.Diagnostics.AddError("Unable to Read Restore", err.Error())
 		return
 	}
-	sb, err := r.data.registry.Sandbox(ctx, h, state.SandboxID.ValueString())
+	// The host's refresh: the record and the services' ports in the one
+	// command that reads every sandbox of the host.
+	sb, st, err := r.data.registry.Refresh(ctx, h, state.SandboxID.ValueString())
 	if errors.Is(err, backends.ErrNotFound) {
 		tflog.Warn(ctx, "restored sandbox is gone from its host; removing it from state", map[string]any{"sandbox_id": state.SandboxID.ValueString()})
 		resp.State.RemoveResource(ctx)
@@ -278,6 +289,7 @@ func (r *RestoreResource) Read(ctx context.Context, req resource.ReadRequest, re
 		return
 	}
 	state.WorkspaceDir = types.StringValue(sb.WorkspaceDir)
+	state.Endpoints = reachOf(st.Services, h.EndpointHost).endpoints
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
 }
 

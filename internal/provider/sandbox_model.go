@@ -2,6 +2,8 @@ package provider
 
 import (
 	"context"
+	"net"
+	"strconv"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
@@ -35,17 +37,68 @@ type sandboxModel struct {
 	TTL              types.String   `tfsdk:"ttl"`
 	ExpiresAt        types.String   `tfsdk:"expires_at"`
 	EstimatedCostUSD types.Float64  `tfsdk:"estimated_cost_usd"`
+	PublishedPorts   types.String   `tfsdk:"published_ports"`
+	WaitForPorts     types.Bool     `tfsdk:"wait_for_ports"`
+	Endpoints        types.Map      `tfsdk:"endpoints"`
 	Timeouts         timeouts.Value `tfsdk:"timeouts"`
 }
+
+var portType = types.ObjectType{AttrTypes: map[string]attr.Type{
+	"target":    types.Int64Type,
+	"protocol":  types.StringType,
+	"host_ip":   types.StringType,
+	"published": types.Int64Type,
+	"address":   types.StringType,
+}}
 
 var serviceType = types.ObjectType{AttrTypes: map[string]attr.Type{
 	"name":  types.StringType,
 	"state": types.StringType,
+	"ports": types.ListType{ElemType: portType},
 }}
+
+// reach is where a sandbox's services are reached from outside its host:
+// each service's ports, and the endpoints map of them all.
+type reach struct {
+	services  types.List
+	endpoints types.Map
+}
+
+// reachOf turns services as seen on a host into state. A port published
+// on all interfaces is reached at the host's endpoint host; one bound to
+// an address, at that address.
+func reachOf(services []backends.ServiceState, endpointHost string) reach {
+	list := make([]attr.Value, 0, len(services))
+	endpoints := map[string]attr.Value{}
+	for _, s := range services {
+		ports := make([]attr.Value, 0, len(s.Ports))
+		for _, p := range s.Ports {
+			host := endpointHost
+			if p.HostIP != "" && p.HostIP != "0.0.0.0" && p.HostIP != "::" {
+				host = p.HostIP
+			}
+			address := net.JoinHostPort(host, strconv.Itoa(p.Published))
+			ports = append(ports, types.ObjectValueMust(portType.AttrTypes, map[string]attr.Value{
+				"target": types.Int64Value(int64(p.Target)), "protocol": types.StringValue(p.Protocol),
+				"host_ip": types.StringValue(p.HostIP), "published": types.Int64Value(int64(p.Published)),
+				"address": types.StringValue(address),
+			}))
+			key := backends.EndpointKey(s.Name, p.Target, p.Protocol)
+			if _, seen := endpoints[key]; !seen { // sorted: IPv4's wildcard before an address
+				endpoints[key] = types.StringValue(address)
+			}
+		}
+		list = append(list, types.ObjectValueMust(serviceType.AttrTypes, map[string]attr.Value{
+			"name": types.StringValue(s.Name), "state": types.StringValue(s.State),
+			"ports": types.ListValueMust(portType, ports),
+		}))
+	}
+	return reach{services: types.ListValueMust(serviceType, list), endpoints: types.MapValueMust(types.StringType, endpoints)}
+}
 
 // fromBackend fills the model from what the host says: the one place Create,
 // Read and Import turn a record and its live status into state.
-func (m *sandboxModel) fromBackend(ctx context.Context, sb *backends.Sandbox, st backends.Status) diag.Diagnostics {
+func (m *sandboxModel) fromBackend(ctx context.Context, sb *backends.Sandbox, st backends.Status, endpointHost string) diag.Diagnostics {
 	var diags diag.Diagnostics
 	m.ID = types.StringValue(sb.ID)
 	m.Host = types.StringValue(sb.Host)
@@ -82,13 +135,20 @@ func (m *sandboxModel) fromBackend(ctx context.Context, sb *backends.Sandbox, st
 	m.Inputs = mapFromHost(ctx, m.Inputs, sb.Inputs, &diags)
 	m.Labels = mapFromHost(ctx, m.Labels, sb.Labels, &diags)
 
-	services := make([]attr.Value, 0, len(st.Services))
-	for _, s := range st.Services {
-		services = append(services, types.ObjectValueMust(serviceType.AttrTypes, map[string]attr.Value{
-			"name": types.StringValue(s.Name), "state": types.StringValue(s.State),
-		}))
+	// Arguments that shape a create: a state without them (an import, a
+	// sandbox from before they existed) takes them from the record.
+	if m.PublishedPorts.IsNull() || m.PublishedPorts.IsUnknown() {
+		m.PublishedPorts = types.StringValue(backends.PortsFree)
+		if sb.PublishedPorts == backends.PortsAsWritten {
+			m.PublishedPorts = types.StringValue(sb.PublishedPorts)
+		}
 	}
-	m.Services = types.ListValueMust(serviceType, services)
+	if (m.WaitForPorts.IsNull() || m.WaitForPorts.IsUnknown()) && sb.WaitForPorts {
+		m.WaitForPorts = types.BoolValue(true)
+	}
+
+	r := reachOf(st.Services, endpointHost)
+	m.Services, m.Endpoints = r.services, r.endpoints
 	return diags
 }
 

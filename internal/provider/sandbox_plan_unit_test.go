@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
@@ -92,9 +93,14 @@ func TestUnitSandboxPlan_composeErrors(t *testing.T) {
 		compose, extra string
 		want           *regexp.Regexp
 	}{
-		"container_name": {
-			compose: "services:\n  web:\n    image: busybox\n    container_name: shared\n",
-			want:    regexp.MustCompile(`(?s)Invalid Compose File.*docker-compose.yml,\s+line 4:.*container_name`),
+		"every error at once": {
+			compose: "services:\n  a:\n    build: ../../one\n  b:\n    build: ../../two\n",
+			want:    regexp.MustCompile(`(?s)Invalid Compose File.*line 3:.*outside the repo.*Invalid Compose File.*line 5:.*outside the repo`),
+		},
+		"published_ports": {
+			compose: "services:\n  web:\n    image: busybox\n",
+			extra:   `  published_ports = "fixed"`,
+			want:    regexp.MustCompile(`(?s)published_ports.*value must be one of`),
 		},
 		"unknown key": {
 			compose: "services:\n  web:\n    imagee: busybox\n",
@@ -134,4 +140,55 @@ func TestUnitSandboxPlan_composeErrors(t *testing.T) {
 			rootStaysEmpty(t, root)
 		})
 	}
+}
+
+// Every kind of plan finding has its own summary, so Terraform folds none
+// of them into another ("and N more similar warnings"): a docker socket
+// mount is always shown. Run through the real CLI, whose output is what
+// users read; nothing is applied.
+func TestUnitSandboxPlan_findingsAreNotFolded(t *testing.T) {
+	requireCLI(t)
+	if os.Getenv("TF_ACC_TERRAFORM_PATH") == "" {
+		cli, _ := exec.LookPath("terraform")
+		t.Setenv("TF_ACC_TERRAFORM_PATH", cli)
+	}
+	root := t.TempDir()
+	compose := `services:
+  web:
+    image: busybox
+    container_name: web
+    ports: ["8080:80", "8443:443"]
+  api:
+    image: busybox
+    container_name: api
+    ports: ["9090:90"]
+  ci:
+    image: busybox
+    privileged: true
+    pid: host
+    network_mode: host
+    volumes: ["/var/run/docker.sock:/var/run/docker.sock", "~/cache:/cache"]
+networks:
+  front:
+    name: fixed-front
+`
+	tf := newDevCLI(t)
+	dir := tf.dir(devCLIHeader + planConfig(t, root, compose, ""))
+	out := tf.run(dir, "plan")
+	for _, summary := range []string{"Container Names Scoped to the Sandbox", "Published Ports Get Free Host Ports",
+		"Docker Socket Mounted Into the Sandbox", "Privileged Containers", "Host PID Namespace", "Host Networking",
+		"Bind Mounts From Outside the Repo", "Network and Volume Names Scoped to the Sandbox"} {
+		if n := strings.Count(out, "Warning: "+summary); n != 1 {
+			t.Errorf("%q shown %d times, want once", summary, n)
+		}
+	}
+	for _, detail := range []string{`"sbx-<id>-web"`, `"sbx-<id>-api"`, `endpoints["web:443"]`, `endpoints["api:90"]`, "~/cache"} {
+		if !strings.Contains(out, detail) {
+			t.Errorf("plan does not say %q", detail)
+		}
+	}
+	if strings.Contains(out, "more similar warning") {
+		t.Errorf("warnings were folded:\n%s", out)
+	}
+	rootStaysEmpty(t, root)
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/mapplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
@@ -114,8 +115,25 @@ func (r *SandboxResource) Schema(ctx context.Context, _ resource.SchemaRequest, 
 			"compose_project": schema.StringAttribute{Computed: true, PlanModifiers: stable,
 				MarkdownDescription: "Compose project name (compose sandboxes only)."},
 			"services": schema.ListAttribute{Computed: true, ElementType: serviceType,
-				MarkdownDescription: "Compose services, sorted by name, with their state (`running`, `starting`, `unhealthy`, `exited`, `missing`, ...). " +
-					"The names are known at plan time: the compose file is loaded on this machine the way `docker compose` loads it."},
+				MarkdownDescription: "Compose services, sorted by name, with their state (`running`, `starting`, `unhealthy`, `exited`, `missing`, ...) " +
+					"and `ports`: each published port as `{ target, protocol, host_ip, published, address }`, where `address` is " +
+					"`endpoint_host:published` (the host block's `endpoint_host`; a port bound to one address is reached there). " +
+					"The names are known at plan time: the compose file is loaded on this machine the way `docker compose` loads it. " +
+					"Refresh reads the ports with the state (no extra command): a container restarted with a new host port updates them in place."},
+			"endpoints": schema.MapAttribute{Computed: true, ElementType: types.StringType,
+				MarkdownDescription: "Where each published port is reached: `\"<service>:<target>\"` (`/udp` appended for UDP) to " +
+					"`\"<endpoint_host>:<published>\"`, e.g. `sandboxer_sandbox.x.endpoints[\"web:80\"]`. Updated in place by refresh."},
+			"published_ports": schema.StringAttribute{Optional: true, Computed: true,
+				Default:       stringdefault.StaticString(backends.PortsFree),
+				Validators:    []validator.String{stringvalidator.OneOf(backends.PortsFree, backends.PortsAsWritten)},
+				PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplace()},
+				MarkdownDescription: "`free` (default): each port the compose file publishes gets a free host port per sandbox (container port, " +
+					"protocol and a host address written in the file are kept; otherwise the host block's `publish_address`), so copies of " +
+					"the stack run side by side; find them in `endpoints`. `as_written`: the file's host ports, as `docker compose up` would " +
+					"publish them (the plan warns that a second copy collides)."},
+			"wait_for_ports": schema.BoolAttribute{Optional: true,
+				MarkdownDescription: "`true`: the sandbox is ready only once every published TCP port accepts a connection on its host, within " +
+					"the create timeout; a port that never answers fails the create, naming the service and port with its last log lines."},
 			"source_hash": schema.StringAttribute{Computed: true,
 				MarkdownDescription: "Content hash of the `repo` input directory, computed at plan time: editing a file in it plans a replacement."},
 			"created_at": schema.StringAttribute{Computed: true, PlanModifiers: stable,
@@ -257,7 +275,8 @@ func (r *SandboxResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 	}
 
 	// Known when the extension reads its inputs at plan time.
-	var plannedServices, planWarnings []string
+	var plannedServices []string
+	var planWarnings []backends.Finding
 	var planner backends.Planner
 	var inputs, env map[string]string
 	if !plan.Inputs.IsUnknown() && !plan.Env.IsUnknown() {
@@ -272,7 +291,7 @@ func (r *SandboxResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 		if resp.Diagnostics.HasError() {
 			return
 		}
-		if p, isPlanner := ext.(backends.Planner); isPlanner && envKnown {
+		if p, isPlanner := ext.(backends.Planner); isPlanner && envKnown && !plan.PublishedPorts.IsUnknown() {
 			planner = p
 		}
 		plan.SourceHash = types.StringNull()
@@ -303,11 +322,14 @@ func (r *SandboxResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 	// many unchanged sandboxes does not parse them all again.
 	unchanged := state != nil && len(resp.RequiresReplace) == 0 && plan.SourceHash.Equal(state.SourceHash) &&
 		plan.Inputs.Equal(state.Inputs) && plan.Env.Equal(state.Env) && plan.EnvWOVersion.Equal(state.EnvWOVersion) &&
-		plan.Profile.Equal(state.Profile)
+		plan.Profile.Equal(state.Profile) && plan.PublishedPorts.Equal(state.PublishedPorts)
 	if planner != nil && !unchanged {
-		p, err := planner.Plan(profile, inputs, env)
+		p, err := planner.Plan(profile, inputs, env, backends.PlanOptions{PublishedPorts: plan.PublishedPorts.ValueString()})
 		if err != nil {
-			resp.Diagnostics.AddAttributeError(path.Root("inputs"), "Invalid Compose File", err.Error())
+			// Every problem in the file at once, each its own error.
+			for _, e := range unjoin(err) {
+				resp.Diagnostics.AddAttributeError(path.Root("inputs"), "Invalid Compose File", e.Error())
+			}
 			return
 		}
 		plannedServices, planWarnings = p.Services, p.Warnings
@@ -315,7 +337,7 @@ func (r *SandboxResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 	// Said when the stack is created from this content, not on every plan.
 	if state == nil || !plan.SourceHash.Equal(state.SourceHash) {
 		for _, w := range planWarnings {
-			resp.Diagnostics.AddAttributeWarning(path.Root("inputs"), "Compose File Weakens Isolation", w)
+			resp.Diagnostics.AddAttributeWarning(path.Root("inputs"), w.Summary, w.Detail)
 		}
 	}
 	replacing := state == nil || len(resp.RequiresReplace) > 0
@@ -332,11 +354,13 @@ func (r *SandboxResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 	if replacing {
 		plan.Status = types.StringValue(backends.StatusReady)
 		plan.Services = plannedServiceList(plannedServices)
+		plan.Endpoints = types.MapUnknown(types.StringType)
 	} else {
 		// An in-place update (labels) does not touch the services; Update
 		// keeps these as planned and the next refresh reports any change.
 		plan.Status = state.Status
 		plan.Services = state.Services
+		plan.Endpoints = state.Endpoints
 	}
 	resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
 }
@@ -420,6 +444,9 @@ func (r *SandboxResource) Create(ctx context.Context, req resource.CreateRequest
 		Labels:     stringMap(ctx, plan.Labels, &resp.Diagnostics),
 		SourceHash: plan.SourceHash.ValueString(),
 		Extension:  plan.Extension.ValueString(),
+
+		PublishedPorts: plan.PublishedPorts.ValueString(),
+		WaitForPorts:   plan.WaitForPorts.ValueBool(),
 	}
 	if ttl := plan.TTL.ValueString(); ttl != "" {
 		breq.TTL, _ = time.ParseDuration(ttl) // validated at plan time
@@ -456,7 +483,7 @@ func (r *SandboxResource) Create(ctx context.Context, req resource.CreateRequest
 	// services it just saw ready. No read-back: a second look would cost two
 	// commands and see the same, and a failed one must not lose a running
 	// stack.
-	resp.Diagnostics.Append(plan.fromBackend(ctx, sb, backends.ReadyStatus(sb))...)
+	resp.Diagnostics.Append(plan.fromBackend(ctx, sb, backends.ReadyStatus(sb), h.EndpointHost)...)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
 	setIdentity(ctx, resp.Identity, plan.Host, plan.ID, &resp.Diagnostics)
 }
@@ -468,7 +495,7 @@ func (r *SandboxResource) readBack(ctx context.Context, h *hosts.Host, id string
 		diags.AddError("Unable to Read Sandbox", fmt.Sprintf("Sandbox %s on host %q: %v", id, h.Host(), err))
 		return
 	}
-	diags.Append(m.fromBackend(ctx, sb, st)...)
+	diags.Append(m.fromBackend(ctx, sb, st, h.EndpointHost)...)
 }
 
 func (r *SandboxResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
@@ -510,7 +537,7 @@ func (r *SandboxResource) Read(ctx context.Context, req resource.ReadRequest, re
 		resp.Diagnostics.AddError("Unable to Read Sandbox", fmt.Sprintf("Sandbox %s on host %q: %v", state.ID.ValueString(), h.Host(), err))
 		return
 	}
-	resp.Diagnostics.Append(state.fromBackend(ctx, sb, st)...)
+	resp.Diagnostics.Append(state.fromBackend(ctx, sb, st, h.EndpointHost)...)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
 	setIdentity(ctx, resp.Identity, state.Host, state.ID, &resp.Diagnostics)
 }
@@ -560,6 +587,7 @@ func (r *SandboxResource) Update(ctx context.Context, req resource.UpdateRequest
 	}
 	_, err = r.data.registry.Update(ctx, h, plan.ID.ValueString(), func(sb *backends.Sandbox) {
 		sb.Labels, sb.ExpiresAt, sb.TTL = labels, expires, plan.TTL.ValueString()
+		sb.WaitForPorts = plan.WaitForPorts.ValueBool()
 		if !plan.EstimatedCostUSD.IsNull() {
 			sb.QuoteUSD = plan.EstimatedCostUSD.ValueFloat64()
 		}
@@ -568,12 +596,12 @@ func (r *SandboxResource) Update(ctx context.Context, req resource.UpdateRequest
 		resp.Diagnostics.AddError("Unable to Update Sandbox", fmt.Sprintf("Sandbox %s on host %q: %v", plan.ID.ValueString(), h.Host(), err))
 		return
 	}
-	status, services := plan.Status, plan.Services
+	status, services, endpoints, waitForPorts := plan.Status, plan.Services, plan.Endpoints, plan.WaitForPorts
 	r.readBack(ctx, h, plan.ID.ValueString(), &plan, &resp.Diagnostics)
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	plan.Status, plan.Services = status, services
+	plan.Status, plan.Services, plan.Endpoints, plan.WaitForPorts = status, services, endpoints, waitForPorts
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
 	setIdentity(ctx, resp.Identity, plan.Host, plan.ID, &resp.Diagnostics)
 	resp.Diagnostics.Append(resp.Private.SetKey(ctx, privateAdoptEnv, nil)...)
@@ -670,8 +698,16 @@ func plannedServiceList(names []string) types.List {
 	elems := make([]attr.Value, len(names))
 	for i, n := range names {
 		elems[i] = types.ObjectValueMust(serviceType.AttrTypes, map[string]attr.Value{
-			"name": types.StringValue(n), "state": types.StringUnknown(),
+			"name": types.StringValue(n), "state": types.StringUnknown(), "ports": types.ListUnknown(portType),
 		})
 	}
 	return types.ListValueMust(serviceType, elems)
+}
+
+// unjoin is the errors an error joins (errors.Join), or the error itself.
+func unjoin(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
 }

@@ -150,8 +150,8 @@ resource "sandboxer_sandbox" "stack" {
 	t.Setenv("TF_ACC_TEMP_DIR", workDir)
 	servicesAre := func(state knownvalue.Check) knownvalue.Check {
 		return knownvalue.ListExact([]knownvalue.Check{
-			knownvalue.ObjectExact(map[string]knownvalue.Check{"name": knownvalue.StringExact("web"), "state": state}),
-			knownvalue.ObjectExact(map[string]knownvalue.Check{"name": knownvalue.StringExact("worker"), "state": state}),
+			knownvalue.ObjectExact(map[string]knownvalue.Check{"name": knownvalue.StringExact("web"), "state": state, "ports": knownvalue.ListSizeExact(0)}),
+			knownvalue.ObjectExact(map[string]knownvalue.Check{"name": knownvalue.StringExact("worker"), "state": state, "ports": knownvalue.ListSizeExact(0)}),
 		})
 	}
 	var project, ws string

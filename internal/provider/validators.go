@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"fmt"
+	"net/netip"
 
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 
@@ -32,5 +33,29 @@ func (v idGrammarValidator) ValidateString(_ context.Context, req validator.Stri
 	if id := req.ConfigValue.ValueString(); !checkpoint.IDPattern.MatchString(id) {
 		resp.Diagnostics.AddAttributeError(req.Path, "Invalid Id",
 			fmt.Sprintf("%q is not a %s id: ids are %s.", id, v.what, checkpoint.IDGrammar))
+	}
+}
+
+// ipAddress checks, at plan time, an argument that must be an IP address
+// (publish_address): compose would refuse anything else only at create.
+func ipAddress() validator.String { return ipAddressValidator{} }
+
+type ipAddressValidator struct{}
+
+func (ipAddressValidator) Description(context.Context) string {
+	return "must be an IP address, such as 127.0.0.1 or ::1"
+}
+
+func (v ipAddressValidator) MarkdownDescription(ctx context.Context) string {
+	return v.Description(ctx)
+}
+
+func (ipAddressValidator) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
+		return
+	}
+	if _, err := netip.ParseAddr(req.ConfigValue.ValueString()); err != nil {
+		resp.Diagnostics.AddAttributeError(req.Path, "Invalid IP Address",
+			fmt.Sprintf("%q is not an IP address, such as 127.0.0.1 or ::1", req.ConfigValue.ValueString()))
 	}
 }

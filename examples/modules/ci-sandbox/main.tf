@@ -23,6 +23,9 @@ resource "sandboxer_sandbox" "this" {
   env     = var.env
   labels  = var.labels
   ttl     = var.ttl
+
+  published_ports = var.published_ports
+  wait_for_ports  = var.wait_for_ports
 }
 
 # An optional checkpoint of the sandbox's workspace, kept in the host's

@@ -27,3 +27,13 @@ output "checkpoint_id" {
   description = "Id of the checkpoint snapshot; null when checkpoint is false."
   value       = one(sandboxer_snapshot.checkpoint[*].id)
 }
+
+output "endpoints" {
+  description = "Where the stack's published ports are reached: \"<service>:<target>\" (\"/udp\" appended for UDP) to \"<host>:<port>\", e.g. endpoints[\"web:80\"]. Each sandbox gets free host ports unless published_ports is \"as_written\"."
+  value       = sandboxer_sandbox.this.endpoints
+}
+
+output "service_ports" {
+  description = "Each service's published ports, by service name: { target, protocol, host_ip, published, address }."
+  value       = { for s in sandboxer_sandbox.this.services : s.name => s.ports }
+}

@@ -55,3 +55,22 @@ variable "checkpoint_name" {
   default     = "ci-checkpoint"
   nullable    = false
 }
+
+variable "published_ports" {
+  description = "\"free\": each port the compose file publishes gets a free host port per sandbox, so copies of the stack run side by side (read them from the endpoints output). \"as_written\": the file's own host ports."
+  type        = string
+  default     = "free"
+  nullable    = false
+
+  validation {
+    condition     = contains(["free", "as_written"], var.published_ports)
+    error_message = "published_ports is \"free\" or \"as_written\"."
+  }
+}
+
+variable "wait_for_ports" {
+  description = "Ready only once every published TCP port accepts a connection on the host."
+  type        = bool
+  default     = false
+  nullable    = false
+}

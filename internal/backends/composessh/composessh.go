@@ -9,12 +9,14 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"path"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/backends"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/catalog"
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/checkpoint"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/composefile"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/hosts"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/safepath"
@@ -104,7 +106,7 @@ func restoredProject(ctx context.Context, h *hosts.Host, sb *backends.Sandbox, c
 	var script strings.Builder
 	for _, f := range candidates {
 		try := *sb
-		try.ComposeFile = f
+		try.ComposeFile, try.Rendered = f, false // the file as restored; the rendering comes from it
 		fmt.Fprintf(&script, "if test -f %s; then echo %s; %s; exit $?; fi\n",
 			hosts.Quote(sb.WorkspaceDir+"/"+f), hosts.Quote(f), inWorkspace(&try, compose, "config"))
 	}
@@ -188,11 +190,45 @@ func engine(compose []string) string {
 
 // inWorkspace builds `cd WS && <compose> -p PROJECT -f FILE [-f OVERRIDE] args...`.
 func inWorkspace(sb *backends.Sandbox, compose []string, args ...string) string {
-	argv := append(append([]string{}, compose...), "-p", sb.ComposeProject, "-f", sb.ComposeFile)
+	argv := append(append([]string{}, compose...), "-p", sb.ComposeProject, "-f", composeFileOf(sb))
 	if sb.NetworkOverride {
 		argv = append(argv, "-f", overrideFor(sb))
 	}
 	return "cd -- " + hosts.Quote(sb.WorkspaceDir) + " && " + hosts.Command(append(argv, args...)...)
+}
+
+// composeFileOf is the compose file compose runs for sb, relative to its
+// workspace: the rendered one when the sandbox has one.
+func composeFileOf(sb *backends.Sandbox) string {
+	if sb.Rendered {
+		return renderedFile(sb.ComposeFile)
+	}
+	return sb.ComposeFile
+}
+
+// renderedFile is where a compose file's rendering (composefile.Isolate)
+// is written: beside it, so that relative paths, the .env and extends
+// resolve as they do for the file itself, with compose v1 and v2 alike.
+// Its name is reserved: checkpoints neither capture nor prune it.
+func renderedFile(composeFile string) string {
+	dir, base := path.Split(composeFile)
+	return dir + checkpoint.ReservedPrefix + base
+}
+
+// writeRenderedScript writes the rendered compose file; its content is in
+// the script itself (a few KiB), so the command that writes it is the one
+// that runs `compose up`.
+func writeRenderedScript(sb *backends.Sandbox, rendered []byte) string {
+	file := hosts.Quote(sb.WorkspaceDir + "/" + renderedFile(sb.ComposeFile))
+	return fmt.Sprintf("printf '%%s' %s > %s.tmp.$$ && mv -f -- %[2]s.tmp.$$ %[2]s || exit 1\n", hosts.Quote(string(rendered)), file)
+}
+
+// portsMode is a request's published_ports as recorded.
+func portsMode(mode string) string {
+	if mode == backends.PortsAsWritten {
+		return mode
+	}
+	return backends.PortsFree
 }
 
 func (e *Extension) Provision(ctx context.Context, req backends.Request) (*backends.Sandbox, error) {
@@ -211,11 +247,10 @@ func (e *Extension) Provision(ctx context.Context, req backends.Request) (*backe
 	}
 	// The services, known from the client's copy of the compose file: no
 	// round trip, and the same list the plan showed.
-	var plan backends.Plan
-	var networks []string
+	var st stack
 	if !fromSnapshot {
 		var err error
-		if plan, networks, err = e.load(req.Profile, req.Inputs, req.Env); err != nil {
+		if st, err = e.load(req.Profile, req.Inputs, req.Env, backends.PlanOptions{PublishedPorts: req.PublishedPorts}); err != nil {
 			return nil, err
 		}
 	}
@@ -231,7 +266,10 @@ func (e *Extension) Provision(ctx context.Context, req backends.Request) (*backe
 		ID: req.ID, Host: req.Host.Host(), Profile: req.Profile.Name, Extension: Name,
 		Inputs: req.Inputs, Labels: req.Labels, WorkspaceDir: ws,
 		ComposeProject: ProjectName(req.ID), ComposeFile: file, SourceHash: req.SourceHash,
-		CreatedAt: e.Now().UTC(),
+		CreatedAt: e.Now().UTC(), PublishedPorts: portsMode(req.PublishedPorts),
+		// Known before anything is made, so that a create cut off after
+		// `compose up` leaves a record whose teardown reads the same file.
+		Rendered: st.loaded != nil || fromSnapshot,
 	}
 	fail := func(err error) (*backends.Sandbox, error) {
 		return nil, backends.CleanUpAfter(ctx, err, req.Host, sb.ID, func(ctx context.Context) error {
@@ -245,7 +283,7 @@ func (e *Extension) Provision(ctx context.Context, req backends.Request) (*backe
 			return nil, err
 		}
 	}
-	if fromSnapshot || len(networks) > 0 {
+	if fromSnapshot || len(st.networks) > 0 {
 		e.prefetch(ctx, req.Host, engine(compose))
 	}
 	if err := backends.MakeWorkspace(ctx, req, sb); errors.Is(err, backends.ErrWorkspaceExists) {
@@ -264,11 +302,18 @@ func (e *Extension) Provision(ctx context.Context, req backends.Request) (*backe
 		if err != nil {
 			return fail(err)
 		}
-		if sb.Services, networks, err = projectFromHost(out); err != nil {
+		if st, err = projectFromHost(out); err != nil {
 			return fail(fmt.Errorf("compose file %s: reading the resolved project: %w", sb.ComposeFile, err))
 		}
-	} else {
-		sb.Services = plan.Services
+	}
+	sb.Services = st.plan.Services
+	var rendered []byte
+	if st.loaded != nil {
+		rendered, err = st.loaded.Isolate(composefile.IsolateOptions{Project: sb.ComposeProject,
+			FreePorts: sb.PublishedPorts == backends.PortsFree, PublishAddress: req.Host.PublishAddress})
+		if err != nil {
+			return fail(err)
+		}
 	}
 	// Reservations are per root directory, but docker's address space is
 	// the host's: another root (another user, another configuration) may
@@ -277,13 +322,16 @@ func (e *Extension) Provision(ctx context.Context, req backends.Request) (*backe
 	// network now in the taken set. One command reserves the subnets, brings
 	// the stack up and takes the first look at its services for WaitReady.
 	for attempt := 1; ; attempt++ {
-		res, err := e.chooseNetworks(ctx, req.Host, req.Profile, sb, engine(compose), networks, attempt > 1)
+		res, err := e.chooseNetworks(ctx, req.Host, req.Profile, sb, engine(compose), st.networks, attempt > 1)
 		if err != nil {
 			return fail(err)
 		}
 		script := ""
 		if sb.NetworkOverride = res != nil; res != nil {
 			script = res.script()
+		}
+		if rendered != nil {
+			script += writeRenderedScript(sb, rendered)
 		}
 		script += inWorkspace(sb, compose, "up", "-d", "--remove-orphans") + " || exit $?\n" +
 			"echo " + firstStatusMark + "\n{ " + statusScript(sb, compose) + "; } || true\n"
@@ -317,10 +365,10 @@ const firstStatusMark = "--- sandboxer: status after up ---"
 // healthchecks): first at what the command that brought them up saw, then
 // at growing intervals, from 50 ms up to PollInterval, so a quick stack is
 // seen ready quickly and a slow one costs few commands.
-func (e *Extension) WaitReady(ctx context.Context, h *hosts.Host, sb *backends.Sandbox) error {
+func (e *Extension) WaitReady(ctx context.Context, h *hosts.Host, sb *backends.Sandbox) (backends.Status, error) {
 	compose, err := e.compose(ctx, h)
 	if err != nil {
-		return err
+		return backends.Status{}, err
 	}
 	wait := 50 * time.Millisecond
 	for {
@@ -329,20 +377,20 @@ func (e *Extension) WaitReady(ctx context.Context, h *hosts.Host, sb *backends.S
 			out, _ := v.(string) // only strings are stored
 			st = parseStatus(out, sb.Services)
 		} else if st, err = e.status(ctx, h, sb, compose); err != nil {
-			return err
+			return backends.Status{}, err
 		}
 		if st.State == backends.StatusReady {
-			return nil
+			return st, nil
 		}
 		for _, s := range st.Services {
 			if s.State == "exited" || s.State == "dead" {
 				logs, _ := hosts.Output(ctx, h, inWorkspace(sb, compose, "logs", "--no-color", "--tail", "20", s.Name))
-				return fmt.Errorf("service %q %s before the sandbox became ready; last log lines:\n%s", s.Name, s.State, tail(string(logs), 2000))
+				return backends.Status{}, fmt.Errorf("service %q %s before the sandbox became ready; last log lines:\n%s", s.Name, s.State, tail(string(logs), 2000))
 			}
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("sandbox %s was not ready in time (services: %s): %w", sb.ID, backends.Describe(st.Services), ctx.Err())
+			return backends.Status{}, fmt.Errorf("sandbox %s was not ready in time (services: %s): %w", sb.ID, backends.Describe(st.Services), ctx.Err())
 		case <-time.After(wait):
 		}
 		wait = min(2*wait, max(e.PollInterval, 50*time.Millisecond))
@@ -368,11 +416,17 @@ func (e *Extension) status(ctx context.Context, h *hosts.Host, sb *backends.Sand
 }
 
 // statusScript prints what parseStatus reads: "workspace" when the
-// workspace exists, then service|state|status of each of its containers.
+// workspace exists, then service|state|status|ports of each of its
+// containers. The published ports come with the state: a sandbox's
+// endpoints cost no command of their own.
 func statusScript(sb *backends.Sandbox, compose []string) string {
-	return fmt.Sprintf(`if test -d %s; then echo workspace; fi; %s ps -a --filter %s --format '{{.Label "com.docker.compose.service"}}|{{.State}}|{{.Status}}'`,
-		hosts.Quote(sb.WorkspaceDir), engine(compose), hosts.Quote("label="+projectLabel+"="+sb.ComposeProject))
+	return fmt.Sprintf(`if test -d %s; then echo workspace; fi; %s ps -a --filter %s --format %s`,
+		hosts.Quote(sb.WorkspaceDir), engine(compose), hosts.Quote("label="+projectLabel+"="+sb.ComposeProject), hosts.Quote(containerFormat))
 }
+
+// containerFormat is a container's line in a status: its service, state,
+// status and published ports.
+const containerFormat = `{{.Label "com.docker.compose.service"}}|{{.State}}|{{.Status}}|{{.Ports}}`
 
 var _ backends.BatchInspector = (*Extension)(nil)
 
@@ -390,7 +444,7 @@ var _ backends.BatchInspector = (*Extension)(nil)
 // inspected by itself, which says why.
 func (e *Extension) HostStatusScript(_ context.Context, h *hosts.Host) (string, error) {
 	filter := hosts.Quote("label=" + projectLabel)
-	format := hosts.Quote(`{{.Label "` + projectLabel + `"}}|{{.Label "com.docker.compose.service"}}|{{.State}}|{{.Status}}`)
+	format := hosts.Quote(`{{.Label "` + projectLabel + `"}}|` + containerFormat)
 	if compose, ok := e.known(h); ok {
 		return engine(compose) + " ps -a --filter " + filter + " --format " + format, nil
 	}
@@ -422,8 +476,8 @@ func parseStatus(out string, declared []string) backends.Status {
 			workspace = true
 			continue
 		}
-		parts := strings.SplitN(line, "|", 3)
-		if len(parts) != 3 || parts[0] == "" {
+		parts := strings.SplitN(line, "|", 4)
+		if len(parts) < 3 || parts[0] == "" {
 			continue
 		}
 		state := parts[1]
@@ -434,7 +488,12 @@ func parseStatus(out string, declared []string) backends.Status {
 		case strings.Contains(parts[2], "(unhealthy)"):
 			state = "unhealthy"
 		}
-		seen[parts[0]] = backends.ServiceState{Name: parts[0], State: state}
+		s := seen[parts[0]]
+		s.Name, s.State = parts[0], state
+		if len(parts) == 4 {
+			s.Ports = append(s.Ports, parsePorts(parts[3])...)
+		}
+		seen[parts[0]] = s
 	}
 	st := backends.Status{}
 	ready, up := 0, 0
@@ -443,6 +502,7 @@ func parseStatus(out string, declared []string) backends.Status {
 		if !ok {
 			s = backends.ServiceState{Name: name, State: "missing"}
 		}
+		s.Ports = tidyPorts(s.Ports)
 		switch s.State {
 		case "running":
 			ready++
@@ -473,10 +533,10 @@ func (e *Extension) Teardown(ctx context.Context, h *hosts.Host, sb *backends.Sa
 	filter := hosts.Quote("label=" + projectLabel + "=" + project)
 	var script strings.Builder
 	if sb.ComposeFile != "" && sb.WorkspaceDir != "" {
+		down := &backends.Sandbox{WorkspaceDir: sb.WorkspaceDir, ComposeProject: project, ComposeFile: sb.ComposeFile, ID: sb.ID,
+			NetworkOverride: sb.NetworkOverride, Rendered: sb.Rendered}
 		fmt.Fprintf(&script, "if test -f %s; then %s >/dev/null 2>&1 || true; fi\n",
-			hosts.Quote(sb.WorkspaceDir+"/"+sb.ComposeFile),
-			inWorkspace(&backends.Sandbox{WorkspaceDir: sb.WorkspaceDir, ComposeProject: project, ComposeFile: sb.ComposeFile, ID: sb.ID, NetworkOverride: sb.NetworkOverride},
-				compose, "down", "--volumes", "--remove-orphans", "--timeout", "5"))
+			hosts.Quote(sb.WorkspaceDir+"/"+composeFileOf(down)), inWorkspace(down, compose, "down", "--volumes", "--remove-orphans", "--timeout", "5"))
 	}
 	// An engine that does not answer (stopped, restarting) lists nothing:
 	// every listing must succeed, or nothing is known to be gone and the

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/backends"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/hosts"
 )
 
@@ -58,11 +59,11 @@ networks:
   shared:
     external: true
 `, nil)
-	_, networks, err := loadProject(repo, "docker-compose.yml", nil)
+	st, err := loadProject(repo, "docker-compose.yml", nil, backends.PlanOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{"back", "default", "front"}; !reflect.DeepEqual(networks, want) {
+	if want, networks := []string{"back", "default", "front"}, st.networks; !reflect.DeepEqual(networks, want) {
 		t.Fatalf("managed networks %v, want %v", networks, want)
 	}
 }

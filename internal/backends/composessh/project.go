@@ -1,15 +1,15 @@
 package composessh
 
 import (
-	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
-	"github.com/compose-spec/compose-go/v2/loader"
 	"github.com/compose-spec/compose-go/v2/types"
 
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/backends"
@@ -25,90 +25,217 @@ import (
 // checks what would break a sandbox's isolation or cannot work on the host.
 // env is what the workspace .env will hold; when empty the sandbox writes no
 // .env and compose reads the repo's own, copied with it.
-func (e *Extension) Plan(p *catalog.Profile, inputs, env map[string]string) (backends.Plan, error) {
-	plan, _, err := e.load(p, inputs, env)
-	return plan, err
+func (e *Extension) Plan(p *catalog.Profile, inputs, env map[string]string, opts backends.PlanOptions) (backends.Plan, error) {
+	st, err := e.load(p, inputs, env, opts)
+	return st.plan, err
 }
 
-// load is Plan, plus the networks the stack creates whose addresses the
-// provider chooses (see networks.go).
-func (e *Extension) load(p *catalog.Profile, inputs, env map[string]string) (backends.Plan, []string, error) {
+// stack is a compose project loaded for a sandbox: what its plan shows,
+// the networks whose addresses the provider chooses (see networks.go) and
+// the file that create renders (nil for the canary's generated stack).
+type stack struct {
+	plan     backends.Plan
+	networks []string
+	loaded   *composefile.Loaded
+}
+
+func (e *Extension) load(p *catalog.Profile, inputs, env map[string]string, opts backends.PlanOptions) (stack, error) {
 	if image := canaryImage(p, inputs); image != "" {
-		return backends.Plan{Services: []string{"canary"}}, []string{"default"}, nil
+		return stack{plan: backends.Plan{Services: []string{"canary"}}, networks: []string{"default"}}, nil
 	}
 	file, err := composefile.Find(inputs)
 	if err != nil {
-		return backends.Plan{}, nil, err
+		return stack{}, err
 	}
 	repo, err := filepath.EvalSymlinks(inputs["repo"])
 	if err != nil {
-		return backends.Plan{}, nil, fmt.Errorf("input repo: %w", err)
+		return stack{}, fmt.Errorf("input repo: %w", err)
 	}
-	return loadProject(repo, file, env)
+	return loadProject(repo, file, env, opts)
 }
 
-// loadPlan is loadProject of repo's docker-compose.yml without the networks
-// (for tests).
+// loadPlan is loadProject of repo's docker-compose.yml with the default
+// options, without the networks (for tests).
 func loadPlan(repo string, env map[string]string) (backends.Plan, error) {
-	plan, _, err := loadProject(repo, "docker-compose.yml", env)
-	return plan, err
+	st, err := loadProject(repo, "docker-compose.yml", env, backends.PlanOptions{})
+	return st.plan, err
 }
 
-func loadProject(repo, file string, env map[string]string) (backends.Plan, []string, error) {
+func loadProject(repo, file string, env map[string]string, opts backends.PlanOptions) (stack, error) {
 	l, err := composefile.LoadFile(repo, file, env)
 	if err != nil {
-		return backends.Plan{}, nil, err
+		return stack{}, err
 	}
-	project := l.Project
+	plan, err := check(l, repo, opts)
+	if err != nil {
+		return stack{}, err
+	}
+	return stack{plan: plan, networks: managedNetworks(l.Project), loaded: l}, nil
+}
 
+// Kinds of plan findings: each has its own summary, and one finding of a
+// kind lists every place it applies (findings.add), so Terraform never
+// folds one kind under another.
+const (
+	noteContainerName = "Container Names Scoped to the Sandbox"
+	noteFreePorts     = "Published Ports Get Free Host Ports"
+	noteScopedNames   = "Network and Volume Names Scoped to the Sandbox"
+	warnFixedPort     = "Fixed Host Ports"
+	warnHostIPPort    = "Ports Bound to a Host Address"
+	warnBindMount     = "Bind Mounts From Outside the Repo"
+	warnDockerSocket  = "Docker Socket Mounted Into the Sandbox"
+	warnHostNetwork   = "Host Networking"
+	warnPrivileged    = "Privileged Containers"
+	warnHostPID       = "Host PID Namespace"
+	warnExternal      = "External Networks and Volumes"
+)
+
+// findings gathers a plan's findings by kind, in the order first found.
+type findings struct {
+	order  []string
+	detail map[string][]string
+}
+
+func (f *findings) add(kind, format string, args ...any) {
+	if f.detail == nil {
+		f.detail = map[string][]string{}
+	}
+	if _, ok := f.detail[kind]; !ok {
+		f.order = append(f.order, kind)
+	}
+	f.detail[kind] = append(f.detail[kind], fmt.Sprintf(format, args...))
+}
+
+func (f *findings) list() []backends.Finding {
+	var out []backends.Finding
+	for _, kind := range f.order {
+		out = append(out, backends.Finding{Summary: kind, Detail: strings.Join(f.detail[kind], "\n")})
+	}
+	return out
+}
+
+// check is the plan-time verdict on a loaded project: every error in the
+// file at once (joined), and the findings by kind. What the rendered file
+// changes (composefile.Isolate) is said as a note, what it cannot change
+// as a warning.
+func check(l *composefile.Loaded, repo string, opts backends.PlanOptions) (backends.Plan, error) {
+	project := l.Project
+	freePorts := opts.PublishedPorts != backends.PortsAsWritten
 	var plan backends.Plan
+	var f findings
+	var errs []error
 	for _, name := range sortedServiceNames(project) {
 		svc := project.Services[name]
 		plan.Services = append(plan.Services, name)
 		if svc.ContainerName != "" {
-			return backends.Plan{}, nil, l.Errorf([]string{"services", name, "container_name"}, "service %q sets container_name %q: container names are global on a host, so two sandboxes of this stack "+
-				"would collide; remove it (compose names containers after the sandbox's own project)", name, svc.ContainerName)
+			if l.FromInclude(name) {
+				errs = append(errs, l.Errorf([]string{"services"}, "service %q (from an included file) sets container_name %q: container names are global on a host, "+
+					"and only the compose file itself is scoped to the sandbox; move the service into it or remove container_name", name, svc.ContainerName))
+			} else {
+				f.add(noteContainerName, "%s: service %q sets container_name %q: it becomes %q, and %q still resolves inside the sandbox",
+					l.Ref("services", name, "container_name"), name, svc.ContainerName, composefile.ScopedName("sbx-<id>", svc.ContainerName), svc.ContainerName)
+			}
 		}
 		if svc.Build != nil {
 			if err := checkBuild(repo, name, svc.Build); err != nil {
-				return backends.Plan{}, nil, l.Errorf([]string{"services", name, "build"}, "%s", err.Error())
+				errs = append(errs, l.Errorf([]string{"services", name, "build"}, "%s", err.Error()))
 			}
 		}
-		for _, port := range svc.Ports {
-			if port.Published != "" && port.HostIP == "" {
-				plan.Warnings = append(plan.Warnings, fmt.Sprintf("%s: service %q publishes host port %s: a second sandbox of this stack on the same host cannot start "+
-					"while this one runs; publish the container port alone (\"%d\") to get a free host port", l.Ref("services", name, "ports"), name, port.Published, port.Target))
-			}
+		switch {
+		case svc.NetworkMode == "host":
+			f.add(warnHostNetwork, "%s: service %q uses the host's network (network_mode: host): its ports are the host's, so a second sandbox of this stack collides with it, "+
+				"and it reaches everything on the host", l.Ref("services", name, "network_mode"), name)
+		case strings.HasPrefix(svc.NetworkMode, "container:"):
+			f.add(warnHostNetwork, "%s: service %q joins the network of container %q, outside the sandbox", l.Ref("services", name, "network_mode"), name, strings.TrimPrefix(svc.NetworkMode, "container:"))
 		}
+		if svc.Privileged {
+			f.add(warnPrivileged, "%s: service %q is privileged: it can reach the host's devices and kernel, so the sandbox does not contain it", l.Ref("services", name, "privileged"), name)
+		}
+		if svc.Pid == "host" {
+			f.add(warnHostPID, "%s: service %q shares the host's process namespace (pid: host): it sees and can signal every process on the host", l.Ref("services", name, "pid"), name)
+		}
+		checkPorts(l, name, svc, freePorts, &f)
 		for _, v := range svc.Volumes {
-			if v.Type == types.VolumeTypeBind && !composefile.Within(repo, v.Source) {
-				plan.Warnings = append(plan.Warnings, fmt.Sprintf("%s: service %q bind-mounts %s from outside the repo: the sandbox shares it with "+
-					"everything else on the host, and checkpoints do not capture it", l.Ref("services", name, "volumes"), name, v.Source))
+			if v.Type != types.VolumeTypeBind {
+				continue
+			}
+			written := l.WrittenSource(name, v.Source)
+			switch {
+			case isDockerSocket(v.Source):
+				f.add(warnDockerSocket, "%s: service %q mounts the Docker socket %s: it controls the host's container engine, every other sandbox on it included",
+					l.Ref("services", name, "volumes"), name, written)
+			case strings.HasPrefix(written, "~"):
+				f.add(warnBindMount, "%s: service %q bind-mounts %s, in the home directory of the host's user (not this machine's): the sandbox shares it with "+
+					"everything else on the host, and checkpoints do not capture it", l.Ref("services", name, "volumes"), name, written)
+			case !composefile.Within(repo, v.Source):
+				f.add(warnBindMount, "%s: service %q bind-mounts %s from outside the repo: the sandbox shares it with "+
+					"everything else on the host, and checkpoints do not capture it", l.Ref("services", name, "volumes"), name, written)
 			}
 		}
 	}
 	if len(plan.Services) == 0 {
-		return backends.Plan{}, nil, l.Errorf(nil, "no service would start: every service is disabled by a profile, or none is declared")
+		errs = append(errs, l.Errorf(nil, "no service would start: every service is disabled by a profile, or none is declared"))
 	}
 	for _, name := range slices.Sorted(maps.Keys(project.Volumes)) {
 		v := project.Volumes[name]
 		switch {
 		case bool(v.External):
-			plan.Warnings = append(plan.Warnings, fmt.Sprintf("%s: volume %q is external: it is shared with whatever else uses it on the host, "+
-				"destroying the sandbox leaves it in place, and checkpoints do not capture it", l.Ref("volumes", name), name))
-		case v.Name != "" && v.Name != project.Name+"_"+name:
-			plan.Warnings = append(plan.Warnings, fmt.Sprintf("%s: volume %q is named %q: every sandbox of this stack on a host shares it, "+
-				"and a checkpoint restored into a new sandbox fills that sandbox's own %q, not it; remove `name:`",
-				l.Ref("volumes", name), name, v.Name, name))
+			f.add(warnExternal, "%s: volume %q is external: it is shared with whatever else uses it on the host, "+
+				"destroying the sandbox leaves it in place, and checkpoints do not capture it", l.Ref("volumes", name), name)
+		case l.FixedName("volumes", name):
+			f.add(noteScopedNames, "%s: volume %q is named %q: each sandbox gets its own, named %q", l.Ref("volumes", name, "name"), name, v.Name, composefile.ScopedName("sbx-<id>", v.Name))
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(project.Networks)) {
-		if project.Networks[name].External {
-			plan.Warnings = append(plan.Warnings, fmt.Sprintf("%s: network %q is external: sandboxes attached to it can reach each other",
-				l.Ref("networks", name), name))
+		n := project.Networks[name]
+		switch {
+		case bool(n.External):
+			f.add(warnExternal, "%s: network %q is external: sandboxes attached to it can reach each other", l.Ref("networks", name), name)
+		case l.FixedName("networks", name):
+			f.add(noteScopedNames, "%s: network %q is named %q: each sandbox gets its own, named %q", l.Ref("networks", name, "name"), name, n.Name, composefile.ScopedName("sbx-<id>", n.Name))
 		}
 	}
-	return plan, managedNetworks(project), nil
+	if err := errors.Join(errs...); err != nil {
+		return backends.Plan{}, err
+	}
+	plan.Warnings = f.list()
+	return plan, nil
+}
+
+// checkPorts says what becomes of a service's published ports.
+func checkPorts(l *composefile.Loaded, name string, svc types.ServiceConfig, freePorts bool, f *findings) {
+	ref := l.Ref("services", name, "ports")
+	for _, port := range svc.Ports {
+		if port.Published == "" {
+			continue
+		}
+		written := port.Published + ":" + strconv.FormatUint(uint64(port.Target), 10)
+		if port.HostIP != "" {
+			written = port.HostIP + ":" + written
+		}
+		key := backends.EndpointKey(name, int(port.Target), port.Protocol)
+		switch {
+		case freePorts && !l.PortsFromExtends(name) && !l.FromInclude(name):
+			f.add(noteFreePorts, "%s: service %q publishes %s: each sandbox gets a free host port for it instead, found in endpoints[%q]", ref, name, written, key)
+		case port.HostIP != "":
+			f.add(warnHostIPPort, "%s: service %q publishes %s, bound to host address %s: a second sandbox of this stack on the same host cannot start "+
+				"while this one runs", ref, name, written, port.HostIP)
+		default:
+			why := "published_ports is \"as_written\""
+			if freePorts {
+				why = "its ports come from extends or an included file, which the sandbox does not rewrite"
+			}
+			f.add(warnFixedPort, "%s: service %q publishes host port %s (%s): a second sandbox of this stack on the same host cannot start "+
+				"while this one runs; publish the container port alone (\"%d\") to get a free host port", ref, name, port.Published, why, port.Target)
+		}
+	}
+}
+
+// isDockerSocket reports whether a bind mount's source is a container
+// engine's API socket: whoever holds it runs anything on the host.
+func isDockerSocket(source string) bool {
+	base := filepath.Base(source)
+	return base == "docker.sock" || base == "podman.sock"
 }
 
 // checkBuild refuses a build the host cannot do: only the repo is copied to
@@ -145,25 +272,18 @@ func sortedServiceNames(p *types.Project) []string {
 	return names
 }
 
-// projectFromHost reads the services and managed networks of a project
-// from `compose config` as run on the host: a restore without a repo has
-// its compose file only in the restored workspace there. Both compose v1
-// and v2 print the resolved project as YAML, which compose-go reads like
-// any compose file, so a restored stack's networks get subnets from the
-// pool exactly as a new one's do.
-func projectFromHost(raw []byte) (services, networks []string, err error) {
-	composefile.Quiet()
-	project, err := loader.LoadWithContext(context.Background(), types.ConfigDetails{
-		WorkingDir:  "/",
-		ConfigFiles: []types.ConfigFile{{Filename: "compose config", Content: raw}},
-		Environment: types.Mapping{},
-	}, func(o *loader.Options) {
-		// Already interpolated and resolved on the host.
-		o.SkipInterpolation, o.SkipResolveEnvironment, o.ResolvePaths = true, true, false
-		o.SetProjectName("sbx-restore", true)
-	})
+// projectFromHost loads the project `compose config` printed on the host:
+// a restore without a repo has its compose file only in the restored
+// workspace there. Both compose v1 and v2 print the resolved project as
+// YAML, which compose-go reads like any compose file, so a restored
+// stack's networks get subnets from the pool and its file is rendered
+// exactly as a new one's are.
+func projectFromHost(raw []byte) (stack, error) {
+	l, err := composefile.LoadResolved("compose config", raw)
 	if err != nil {
-		return nil, nil, err
+		return stack{}, err
 	}
-	return sortedServiceNames(project), managedNetworks(project), nil
+	st := stack{networks: managedNetworks(l.Project), loaded: l}
+	st.plan.Services = sortedServiceNames(l.Project)
+	return st, nil
 }

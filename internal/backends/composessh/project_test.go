@@ -2,12 +2,14 @@ package composessh
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/backends"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/composefile"
 )
 
@@ -69,7 +71,6 @@ func TestPlanDiagnosticsNameFileAndLine(t *testing.T) {
 		{"invalid yaml", "services:\n  web:\n    image: [busybox\n", nil, 0, "yaml"},
 		{"unknown key", "services:\n  web:\n    image: busybox\n    imagee: x\n", nil, 0, "imagee"},
 		{"unknown dependency", "services:\n  web:\n    image: busybox\n    depends_on: [db]\n", nil, 0, "db"},
-		{"container_name", "services:\n  web:\n    image: busybox\n  db:\n    image: busybox\n    container_name: shared-db\n", nil, 6, "container_name"},
 		{"build outside repo", "services:\n  web:\n    build: ../elsewhere\n", nil, 3, "outside the repo"},
 		{"build from git", "services:\n  web:\n    build: https://example.invalid/app.git\n", nil, 3, "copied repo only"},
 		{"missing Dockerfile", "services:\n  web:\n    build: ./app\n", map[string]string{"app/main.sh": "echo"}, 3, "Dockerfile"},
@@ -122,9 +123,15 @@ func TestPlanWarnsWhatWeakensIsolation(t *testing.T) {
     volumes:
       - /var/run/docker.sock:/var/run/docker.sock
       - ./data:/data
+      - ~/cache:/cache
   db:
     image: busybox
     volumes: [pgdata:/var/lib/postgresql/data, cache:/cache, uploads:/uploads]
+  agent:
+    image: busybox
+    network_mode: host
+    privileged: true
+    pid: host
 volumes:
   pgdata:
     external: true
@@ -134,23 +141,131 @@ volumes:
 networks:
   shared:
     external: true
+  fixed:
+    name: fixed-net
 `, map[string]string{"data/keep": ""})
 	plan, err := loadPlan(repo, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	all := strings.Join(plan.Warnings, "\n")
-	for _, want := range []string{"host port 8080", "line 4", "/var/run/docker.sock", `volume "pgdata" is external`, `network "shared" is external`,
-		`volume "cache" is named "shared-cache"`, "checkpoints do not capture it"} {
-		if !strings.Contains(all, want) {
-			t.Errorf("warnings do not mention %q:\n%s", want, all)
+	bySummary := map[string]string{}
+	for _, f := range plan.Warnings {
+		if _, dup := bySummary[f.Summary]; dup {
+			t.Errorf("summary %q given twice: one finding per kind", f.Summary)
+		}
+		bySummary[f.Summary] = f.Detail
+	}
+	want := map[string][]string{
+		noteFreePorts:     {"8080:80", "line 4", `endpoints["web:80"]`},
+		warnDockerSocket:  {"/var/run/docker.sock"},
+		warnBindMount:     {"~/cache", "host's user"},
+		warnHostNetwork:   {`"agent"`, "network_mode: host"},
+		warnPrivileged:    {`"agent"`},
+		warnHostPID:       {`"agent"`},
+		warnExternal:      {`volume "pgdata" is external`, `network "shared" is external`},
+		noteScopedNames:   {`volume "cache" is named "shared-cache"`, `"sbx-<id>-shared-cache"`, `network "fixed" is named "fixed-net"`},
+		noteContainerName: nil,
+	}
+	for summary, parts := range want {
+		detail, ok := bySummary[summary]
+		if parts == nil {
+			if ok {
+				t.Errorf("unexpected %q: %s", summary, detail)
+			}
+			continue
+		}
+		if !ok {
+			t.Errorf("no %q finding; got %v", summary, plan.Warnings)
+			continue
+		}
+		for _, p := range parts {
+			if !strings.Contains(detail, p) {
+				t.Errorf("%q does not mention %q:\n%s", summary, p, detail)
+			}
 		}
 	}
+	all := fmt.Sprint(plan.Warnings)
 	if strings.Contains(all, "9090") || strings.Contains(all, "/data from") || strings.Contains(all, "uploads") {
 		t.Errorf("warned about what is isolated:\n%s", all)
 	}
-	if len(plan.Warnings) != 5 {
-		t.Errorf("%d warnings, want 5:\n%s", len(plan.Warnings), all)
+	if home, _ := os.UserHomeDir(); home != "" && strings.Contains(all, home+"/cache") {
+		t.Errorf("~ was named as this machine's home:\n%s", all)
+	}
+}
+
+// As written, published ports stay fixed: the plan says which collide.
+func TestPlanAsWrittenWarnsFixedPorts(t *testing.T) {
+	repo := repoWith(t, "services:\n  web:\n    image: busybox\n    ports: [\"8080:80\", \"127.0.0.1:8443:443\", \"9090\"]\n", nil)
+	st, err := loadProject(repo, "docker-compose.yml", nil, backends.PlanOptions{PublishedPorts: backends.PortsAsWritten})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, f := range st.plan.Warnings {
+		got[f.Summary] = f.Detail
+	}
+	if !strings.Contains(got[warnFixedPort], "host port 8080") || !strings.Contains(got[warnHostIPPort], "127.0.0.1") {
+		t.Errorf("findings %v", st.plan.Warnings)
+	}
+	if _, ok := got[noteFreePorts]; ok || strings.Contains(fmt.Sprint(st.plan.Warnings), "9090") {
+		t.Errorf("findings %v", st.plan.Warnings)
+	}
+}
+
+// Every error in the file is reported at once, each with its line.
+func TestPlanReportsEveryError(t *testing.T) {
+	repo := repoWith(t, `services:
+  a:
+    build: ../one
+  b:
+    build: ../two
+  c:
+    build: https://example.invalid/app.git
+`, nil)
+	_, err := loadPlan(repo, nil)
+	if err == nil {
+		t.Fatal("accepted")
+	}
+	joined, ok := err.(interface{ Unwrap() []error })
+	if !ok || len(joined.Unwrap()) != 3 {
+		t.Fatalf("want 3 joined errors, got %v", err)
+	}
+	for i, line := range []int{3, 5, 7} {
+		var fe *composefile.FileError
+		if !errors.As(joined.Unwrap()[i], &fe) || fe.Line != line {
+			t.Errorf("error %d: %v, want line %d", i, joined.Unwrap()[i], line)
+		}
+	}
+}
+
+// container_name is no longer refused: the plan says what it becomes.
+func TestPlanNotesContainerNames(t *testing.T) {
+	repo := repoWith(t, "services:\n  db:\n    image: busybox\n    container_name: shared-db\n", nil)
+	plan, err := loadPlan(repo, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plan.Warnings) != 1 || plan.Warnings[0].Summary != noteContainerName ||
+		!strings.Contains(plan.Warnings[0].Detail, `"sbx-<id>-shared-db"`) || !strings.Contains(plan.Warnings[0].Detail, "line 4") {
+		t.Fatalf("findings %v", plan.Warnings)
+	}
+}
+
+func TestParsePorts(t *testing.T) {
+	got := tidyPorts(parsePorts("0.0.0.0:49153->80/tcp, :::49153->80/tcp, 5432/tcp, 127.0.0.1:5000->5000/udp, 0.0.0.0:8000-8001->9000-9001/tcp, [::]:40000->443/tcp"))
+	want := []backends.Port{
+		{Target: 80, Protocol: "tcp", HostIP: "0.0.0.0", Published: 49153},
+		{Target: 443, Protocol: "tcp", HostIP: "::", Published: 40000},
+		{Target: 5000, Protocol: "udp", HostIP: "127.0.0.1", Published: 5000},
+		{Target: 9000, Protocol: "tcp", HostIP: "0.0.0.0", Published: 8000},
+		{Target: 9001, Protocol: "tcp", HostIP: "0.0.0.0", Published: 8001},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("ports\n got %+v\nwant %+v", got, want)
+	}
+	st := parseStatus("workspace\nweb|running|Up 2 seconds|0.0.0.0:49153->80/tcp\ndb|running|Up 2 seconds|\n", []string{"db", "web"})
+	if st.State != backends.StatusReady || len(st.Services[0].Ports) != 0 || len(st.Services[1].Ports) != 1 || st.Services[1].Ports[0].Published != 49153 {
+		t.Fatalf("status %+v", st)
 	}
 }
 

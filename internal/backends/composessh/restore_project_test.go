@@ -49,7 +49,8 @@ services:
 version: '3.9'
 `
 	for name, raw := range map[string]string{"v2": v2, "v1": v1} {
-		services, networks, err := projectFromHost([]byte(raw))
+		st, err := projectFromHost([]byte(raw))
+		services, networks := st.plan.Services, st.networks
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -60,7 +61,7 @@ version: '3.9'
 			t.Errorf("%s: managed networks %v, want [back default] (fixed keeps its own subnet)", name, networks)
 		}
 	}
-	if _, _, err := projectFromHost([]byte("services: [")); err == nil {
+	if _, err := projectFromHost([]byte("services: [")); err == nil {
 		t.Error("broken YAML was accepted")
 	}
 }

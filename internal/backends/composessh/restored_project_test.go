@@ -66,7 +66,8 @@ func TestRestoredProjectFindsAndResolves(t *testing.T) {
 			if sb.ComposeFile != c.wantFile {
 				t.Errorf("compose file %q, want %q", sb.ComposeFile, c.wantFile)
 			}
-			services, networks, err := projectFromHost(out)
+			st, err := projectFromHost(out)
+			services, networks := st.plan.Services, st.networks
 			if err != nil {
 				t.Fatalf("%v\n%s", err, out)
 			}

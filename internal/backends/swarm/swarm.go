@@ -62,7 +62,7 @@ func (e *Extension) Validate(_ *catalog.Profile, inputs map[string]string) error
 // Plan loads the compose file as compose-go resolves it and refuses what
 // `docker stack deploy` ignores or rejects, so the plan says it rather than
 // a stack that runs differently from its file.
-func (e *Extension) Plan(_ *catalog.Profile, inputs, env map[string]string) (backends.Plan, error) {
+func (e *Extension) Plan(_ *catalog.Profile, inputs, env map[string]string, _ backends.PlanOptions) (backends.Plan, error) {
 	l, err := composefile.Load(inputs, env)
 	if err != nil {
 		return backends.Plan{}, err
@@ -125,8 +125,8 @@ func check(l *composefile.Loaded) (backends.Plan, error) {
 			errs = append(errs, l.Errorf([]string{"services", name, "build"},
 				"service %q has build and no image: swarm does not build images; build and push the image (or load it on every node) and name it in image:", name))
 		case svc.Build != nil:
-			plan.Warnings = append(plan.Warnings, fmt.Sprintf("%s: service %q has build: swarm does not build it, the nodes run image %q as they find it",
-				l.Ref("services", name, "build"), name, svc.Image))
+			plan.Warnings = append(plan.Warnings, backends.Finding{Summary: "Swarm Does Not Build Images", Detail: fmt.Sprintf("%s: service %q has build: swarm does not build it, the nodes run image %q as they find it",
+				l.Ref("services", name, "build"), name, svc.Image)})
 		case svc.Image == "":
 			errs = append(errs, l.Errorf([]string{"services", name}, "service %q has no image", name))
 		}
@@ -140,19 +140,19 @@ func check(l *composefile.Loaded) (backends.Plan, error) {
 		}
 		for _, port := range svc.Ports {
 			if port.Published != "" {
-				plan.Warnings = append(plan.Warnings, fmt.Sprintf("%s: service %q publishes port %s on every node of the swarm (ingress): "+
-					"a second sandbox of this stack cannot deploy while this one runs", l.Ref("services", name, "ports"), name, port.Published))
+				plan.Warnings = append(plan.Warnings, backends.Finding{Summary: "Port Published on Every Swarm Node", Detail: fmt.Sprintf("%s: service %q publishes port %s on every node of the swarm (ingress): "+
+					"a second sandbox of this stack cannot deploy while this one runs", l.Ref("services", name, "ports"), name, port.Published)})
 			}
 		}
 		for _, v := range svc.Volumes {
 			switch {
 			case v.Type == types.VolumeTypeBind:
-				plan.Warnings = append(plan.Warnings, fmt.Sprintf("%s: service %q bind-mounts %s: the path is read on whichever node runs the task, "+
-					"not from the workspace", l.Ref("services", name, "volumes"), name, v.Source))
+				plan.Warnings = append(plan.Warnings, backends.Finding{Summary: "Bind Mount Read on the Task's Node", Detail: fmt.Sprintf("%s: service %q bind-mounts %s: the path is read on whichever node runs the task, "+
+					"not from the workspace", l.Ref("services", name, "volumes"), name, v.Source)})
 			case v.Type == types.VolumeTypeVolume && v.Source != "" && pinnedNode(svc.Deploy) == "":
-				plan.Warnings = append(plan.Warnings, fmt.Sprintf("%s: service %q mounts volume %q but is not pinned to a node: each node that runs "+
+				plan.Warnings = append(plan.Warnings, backends.Finding{Summary: "Swarm Volume Not Pinned to a Node", Detail: fmt.Sprintf("%s: service %q mounts volume %q but is not pinned to a node: each node that runs "+
 					"one of its tasks gets a volume of its own, and only the manager's is removed with the sandbox; pin it "+
-					"(deploy.placement.constraints: [node.hostname == NAME])", l.Ref("services", name, "volumes"), name, v.Source))
+					"(deploy.placement.constraints: [node.hostname == NAME])", l.Ref("services", name, "volumes"), name, v.Source)})
 			}
 		}
 	}
@@ -315,15 +315,15 @@ func restoredComposeFile(ctx context.Context, h *hosts.Host, sb *backends.Sandbo
 // WaitReady looks at the services until every one has its desired replicas
 // running (swarm counts a task with a healthcheck as running once healthy),
 // at growing intervals from 50 ms up to PollInterval.
-func (e *Extension) WaitReady(ctx context.Context, h *hosts.Host, sb *backends.Sandbox) error {
+func (e *Extension) WaitReady(ctx context.Context, h *hosts.Host, sb *backends.Sandbox) (backends.Status, error) {
 	wait := 50 * time.Millisecond
 	for {
 		st, err := e.Inspect(ctx, h, sb)
 		if err != nil {
-			return err
+			return backends.Status{}, err
 		}
 		if st.State == backends.StatusReady {
-			return nil
+			return st, nil
 		}
 		select {
 		case <-ctx.Done():
@@ -333,7 +333,7 @@ func (e *Extension) WaitReady(ctx context.Context, h *hosts.Host, sb *backends.S
 			why, _ := hosts.Output(dctx, h, hosts.Command("docker", "stack", "ps", "--no-trunc",
 				"--filter", "desired-state=running", "--format", "{{.Name}} on {{.Node}}: {{.CurrentState}} {{.Error}}", sb.ComposeProject))
 			cancel()
-			return fmt.Errorf("sandbox %s was not ready in time (services: %s; tasks:\n%s): %w", sb.ID, backends.Describe(st.Services), strings.TrimSpace(string(why)), ctx.Err())
+			return backends.Status{}, fmt.Errorf("sandbox %s was not ready in time (services: %s; tasks:\n%s): %w", sb.ID, backends.Describe(st.Services), strings.TrimSpace(string(why)), ctx.Err())
 		case <-time.After(wait):
 		}
 		wait = min(2*wait, max(e.PollInterval, 50*time.Millisecond))

@@ -1,6 +1,7 @@
 package swarm
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -57,7 +58,7 @@ services:
 	if err := os.WriteFile(filepath.Join(inputs["repo"], "Dockerfile"), []byte("FROM scratch\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, err := New().Plan(profile(t), inputs, nil)
+	_, err := New().Plan(profile(t), inputs, nil, backends.PlanOptions{})
 	if err == nil {
 		t.Fatal("plan accepted what docker stack deploy refuses")
 	}
@@ -104,14 +105,14 @@ volumes:
 	if err := os.WriteFile(filepath.Join(inputs["repo"], "Dockerfile"), []byte("FROM scratch\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	plan, err := New().Plan(profile(t), inputs, nil)
+	plan, err := New().Plan(profile(t), inputs, nil, backends.PlanOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := strings.Join(plan.Services, ","); got != "cache,db,web" {
 		t.Fatalf("services %s", got)
 	}
-	all := strings.Join(plan.Warnings, "\n")
+	all := fmt.Sprint(plan.Warnings)
 	if !strings.Contains(all, `service "web" publishes port 8080`) || !strings.Contains(all, `service "db" mounts volume "data" but is not pinned`) ||
 		!strings.Contains(all, `service "web" has build: swarm does not build it, the nodes run image "busybox"`) {
 		t.Fatalf("warnings:\n%s", all)

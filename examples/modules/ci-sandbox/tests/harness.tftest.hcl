@@ -183,6 +183,16 @@ run "compose_stack" {
     condition     = output.checkpoint_id == null
     error_message = "checkpoint_id must be null without a checkpoint."
   }
+
+  assert {
+    condition     = startswith(output.endpoints["web:80"], "127.0.0.1:") && output.endpoints["web:80"] != "127.0.0.1:8080"
+    error_message = "endpoints[\"web:80\"] must be a free port on the SSH host's address, got ${jsonencode(output.endpoints)}."
+  }
+
+  assert {
+    condition     = output.service_ports["web"][0].target == 80 && output.service_ports["web"][0].address == output.endpoints["web:80"]
+    error_message = "service_ports must list web's port 80 at its endpoint, got ${jsonencode(output.service_ports)}."
+  }
 }
 
 # A checkpoint of the same sandbox: the sandbox stays (the label change is

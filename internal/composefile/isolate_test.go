@@ -1,0 +1,185 @@
+package composefile
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func writeRepo(t *testing.T, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, content := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// The rendered file, loaded again as compose would load it on the host,
+// runs beside copies of itself: scoped names, an alias for the old
+// container name, no fixed host ports; the rest is the file as written.
+func TestIsolateRendersACopyThatCannotCollide(t *testing.T) {
+	repo := writeRepo(t, map[string]string{
+		".env": "WEB_PORT=8080\n",
+		"compose.yaml": `x-common: &common
+  image: busybox
+  ports: ["9000:9000"]
+services:
+  web:
+    image: busybox
+    container_name: web
+    ports: ["${WEB_PORT}:80", "127.0.0.1:8443:443", "53:53/udp", "7000"]
+    networks: [front, back]
+    volumes: ["./data:/data"]
+  db:
+    <<: *common
+    container_name: shared-db
+    networks:
+      back:
+        aliases: [database]
+  worker:
+    image: busybox
+    command: ["sh", "-c", "echo $$HOME"]
+    network_mode: "service:web"
+networks:
+  front: {}
+  back:
+    name: backend-net
+  outside:
+    external: true
+    name: shared-outside
+volumes:
+  data:
+    name: pgdata
+`,
+	})
+	l, err := LoadFile(repo, "compose.yaml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := l.Isolate(IsolateOptions{Project: "sbx-abc", FreePorts: true, PublishAddress: "10.0.0.5"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(out)
+	for _, kept := range []string{"${WEB_PORT}", "./data:/data", "echo $$HOME", "x-common"} {
+		if !strings.Contains(text, kept) && !(kept == "${WEB_PORT}" && strings.Contains(text, "80")) {
+			t.Errorf("rendering lost %q:\n%s", kept, text)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(repo, ".sandboxer-compose.yaml"), out, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, err := LoadFile(repo, ".sandboxer-compose.yaml", nil)
+	if err != nil {
+		t.Fatalf("the rendering does not load: %v\n%s", err, text)
+	}
+	p := r.Project
+	web, db := p.Services["web"], p.Services["db"]
+	if web.ContainerName != "sbx-abc-web" || db.ContainerName != "sbx-abc-shared-db" {
+		t.Errorf("container names %q, %q", web.ContainerName, db.ContainerName)
+	}
+	for net, cfg := range web.Networks {
+		if cfg == nil || !reflect.DeepEqual(cfg.Aliases, []string{"web"}) {
+			t.Errorf("web on %s: %+v, want alias web", net, cfg)
+		}
+	}
+	if len(web.Networks) != 2 {
+		t.Errorf("web networks %v", web.Networks)
+	}
+	if cfg := db.Networks["back"]; cfg == nil || !reflect.DeepEqual(cfg.Aliases, []string{"database", "shared-db"}) {
+		t.Errorf("db on back: %+v", cfg)
+	}
+	type port struct {
+		ip, pub, proto string
+		target         uint32
+	}
+	var got []port
+	for _, s := range []string{"web", "db"} {
+		for _, pc := range p.Services[s].Ports {
+			got = append(got, port{pc.HostIP, pc.Published, pc.Protocol, pc.Target})
+		}
+	}
+	want := []port{{"10.0.0.5", "", "tcp", 80}, {"127.0.0.1", "", "tcp", 443}, {"10.0.0.5", "", "udp", 53}, {"10.0.0.5", "", "tcp", 7000}, {"10.0.0.5", "", "tcp", 9000}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("ports\n got %+v\nwant %+v", got, want)
+	}
+	if p.Networks["back"].Name != "sbx-abc-backend-net" || p.Volumes["data"].Name != "sbx-abc-pgdata" {
+		t.Errorf("names %q, %q", p.Networks["back"].Name, p.Volumes["data"].Name)
+	}
+	if p.Networks["outside"].Name != "shared-outside" {
+		t.Errorf("external network renamed: %q", p.Networks["outside"].Name)
+	}
+	if p.Services["worker"].NetworkMode != "service:web" {
+		t.Errorf("worker network_mode %q", p.Services["worker"].NetworkMode)
+	}
+}
+
+// As written, the ports stay; names are scoped all the same.
+func TestIsolateAsWrittenKeepsPorts(t *testing.T) {
+	repo := writeRepo(t, map[string]string{"compose.yaml": "services:\n  web:\n    image: busybox\n    ports: [\"8080:80\"]\n"})
+	l, err := LoadFile(repo, "compose.yaml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := l.Isolate(IsolateOptions{Project: "sbx-abc"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(out), `"8080:80"`) {
+		t.Fatalf("ports changed:\n%s", out)
+	}
+}
+
+// A restore's project comes from `compose config`, which prints every
+// network and volume name, the project's own already scoped.
+func TestIsolateResolvedProjectKeepsScopedNames(t *testing.T) {
+	raw := []byte(`name: sbx-abc
+services:
+  web:
+    image: busybox
+    container_name: web
+    networks:
+      default: null
+    ports:
+      - mode: ingress
+        target: 80
+        published: "8080"
+        protocol: tcp
+networks:
+  default:
+    name: sbx-abc_default
+volumes:
+  data:
+    name: pgdata
+`)
+	l, err := LoadResolved("compose config", raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := l.Isolate(IsolateOptions{Project: "sbx-abc", FreePorts: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := LoadResolved("rendered", out)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if n := r.Project.Networks["default"].Name; n != "sbx-abc_default" {
+		t.Errorf("default network %q", n)
+	}
+	if n := r.Project.Volumes["data"].Name; n != "sbx-abc-pgdata" {
+		t.Errorf("volume %q", n)
+	}
+	if ps := r.Project.Services["web"].Ports; len(ps) != 1 || ps[0].Published != "" || ps[0].Target != 80 {
+		t.Errorf("ports %+v", ps)
+	}
+}
