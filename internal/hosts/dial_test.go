@@ -1,0 +1,204 @@
+package hosts_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/hosts"
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/testharness"
+)
+
+// echoServer is a TCP server on loopback that sends back what it reads and
+// then shuts its writing side when the client shut its own: it answers
+// only once it has been told there is nothing more, as a request/response
+// protocol over a half-closed connection does.
+func echoServer(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	t.Cleanup(func() {
+		_ = ln.Close() // ends the accept loop
+		wg.Wait()
+	})
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer func() { _ = c.Close() }() // the exchange is over
+				data, err := io.ReadAll(c)
+				if err != nil {
+					return
+				}
+				_, _ = c.Write(data) // a client gone midway sees it in its own check
+				_ = c.(*net.TCPConn).CloseWrite()
+			}()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+// exchange sends payload through addr, shuts its writing side and reads
+// the answer to its end.
+func exchange(addr string, payload []byte) ([]byte, error) {
+	c, err := net.DialTimeout("tcp", addr, 10*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = c.Close() }() // read to its end already
+	if err := c.SetDeadline(time.Now().Add(60 * time.Second)); err != nil {
+		return nil, err
+	}
+	if _, err := c.Write(payload); err != nil {
+		return nil, err
+	}
+	if err := c.(*net.TCPConn).CloseWrite(); err != nil {
+		return nil, err
+	}
+	return io.ReadAll(c)
+}
+
+// manyExchanges runs n exchanges through addr at once, each with its own
+// payload, and fails the test on any answer that is not its payload.
+func manyExchanges(t *testing.T, addr string, n, size int) {
+	t.Helper()
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			payload := bytes.Repeat([]byte(fmt.Sprintf("%04d", i)), size/4)
+			got, err := exchange(addr, payload)
+			switch {
+			case err != nil:
+				errs <- fmt.Errorf("connection %d: %w", i, err)
+			case !bytes.Equal(got, payload):
+				errs <- fmt.Errorf("connection %d: got %d bytes back, sent %d", i, len(got), len(payload))
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
+
+// closedPort is a loopback address nothing listens on.
+func closedPort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	_ = ln.Close() // only its number was wanted
+	return addr
+}
+
+// checkClosed fails unless the forward's port refuses connections and a
+// connection that was open through it has ended.
+func checkClosed(t *testing.T, addr string, open net.Conn) {
+	t.Helper()
+	if c, err := net.DialTimeout("tcp", addr, 5*time.Second); err == nil {
+		_ = c.Close() // it should not have been accepted at all
+		t.Fatalf("%s still accepts connections after Close", addr)
+	}
+	if err := open.SetReadDeadline(time.Now().Add(10 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := open.Read(make([]byte, 1)); !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && !isReset(err) {
+		t.Fatalf("a connection open through the forward did not end with Close: read %d bytes, %v", n, err)
+	}
+}
+
+func isReset(err error) bool { return err != nil && strings.Contains(err.Error(), "connection reset") }
+
+func testForward(t *testing.T, h *hosts.Host, target string) {
+	fwd, err := hosts.NewForward("127.0.0.1:0", func(ctx context.Context) (net.Conn, error) { return h.Dial(ctx, "tcp", target) }, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := fwd.Addr().String()
+	manyExchanges(t, addr, 100, 64*1024)
+	// A connection left open, mid-exchange, when the forward closes.
+	open, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = open.Close() }() // checked below
+	if _, err := open.Write([]byte("unfinished")); err != nil {
+		t.Fatal(err)
+	}
+	if err := fwd.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	checkClosed(t, addr, open)
+}
+
+// A local host's forward: 100 connections at once, each through with its
+// own data both ways, then Close leaves nothing listening or open.
+func TestForwardLocal(t *testing.T) {
+	testForward(t, testharness.LocalHost(t), echoServer(t))
+}
+
+// The same through the harness sshd: each connection is a direct-tcpip
+// channel on the one pooled connection (sshd connects to the echo server,
+// which is on the same machine).
+func TestForwardOverSSH(t *testing.T) {
+	h := testharness.SSHHost(t)
+	testForward(t, h, echoServer(t))
+}
+
+// A connection the far end refuses: the host says so, naming the address.
+func TestDialRefused(t *testing.T) {
+	for name, h := range map[string]*hosts.Host{"local": testharness.LocalHost(t), "ssh": testharness.SSHHost(t)} {
+		t.Run(name, func(t *testing.T) {
+			addr := closedPort(t)
+			_, err := h.Dial(context.Background(), "tcp", addr)
+			t.Log(err)
+			if err == nil || !strings.Contains(err.Error(), addr) || !strings.Contains(strings.ToLower(err.Error()), "refused") {
+				t.Fatalf("got %v, want a refusal naming %s", err, addr)
+			}
+		})
+	}
+}
+
+// An sshd with AllowTcpForwarding no answers "administratively prohibited";
+// the error names the setting instead, and the connection stays usable for
+// commands.
+func TestDialForwardingProhibited(t *testing.T) {
+	sshd := testharness.StartPrivateSSHD(t, "AllowTcpForwarding no")
+	tr := newSSH(t, sshd.SSHConfig("no-forwarding"))
+	h := &hosts.Host{Transport: tr, RootDir: t.TempDir()}
+	_, err := h.Dial(context.Background(), "tcp", echoServer(t))
+	t.Log(err)
+	if !errors.Is(err, hosts.ErrForwardingRefused) || !strings.Contains(err.Error(), "AllowTcpForwarding yes") ||
+		!strings.Contains(err.Error(), "administratively prohibited") {
+		t.Fatalf("got %v, want ErrForwardingRefused naming AllowTcpForwarding", err)
+	}
+	if out, err := run(t, tr, "echo still here"); err != nil || out != "still here\n" {
+		t.Fatalf("the connection is not usable after the refusal: %q %v", out, err)
+	}
+	if n := sshd.Accepted(); n != 1 {
+		t.Fatalf("sshd accepted %d connections, want 1: a refusal is an answer, not a dead connection", n)
+	}
+}
