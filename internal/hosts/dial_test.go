@@ -1,16 +1,13 @@
 package hosts_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"net"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/hosts"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/testharness"
@@ -55,53 +52,6 @@ func echoServer(t *testing.T) string {
 	return ln.Addr().String()
 }
 
-// exchange sends payload through addr, shuts its writing side and reads
-// the answer to its end.
-func exchange(addr string, payload []byte) ([]byte, error) {
-	c, err := net.DialTimeout("tcp", addr, 10*time.Second)
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = c.Close() }() // read to its end already
-	if err := c.SetDeadline(time.Now().Add(60 * time.Second)); err != nil {
-		return nil, err
-	}
-	if _, err := c.Write(payload); err != nil {
-		return nil, err
-	}
-	if err := c.(*net.TCPConn).CloseWrite(); err != nil {
-		return nil, err
-	}
-	return io.ReadAll(c)
-}
-
-// manyExchanges runs n exchanges through addr at once, each with its own
-// payload, and fails the test on any answer that is not its payload.
-func manyExchanges(t *testing.T, addr string, n, size int) {
-	t.Helper()
-	var wg sync.WaitGroup
-	errs := make(chan error, n)
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			payload := bytes.Repeat([]byte(fmt.Sprintf("%04d", i)), size/4)
-			got, err := exchange(addr, payload)
-			switch {
-			case err != nil:
-				errs <- fmt.Errorf("connection %d: %w", i, err)
-			case !bytes.Equal(got, payload):
-				errs <- fmt.Errorf("connection %d: got %d bytes back, sent %d", i, len(got), len(payload))
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Error(err)
-	}
-}
-
 // closedPort is a loopback address nothing listens on.
 func closedPort(t *testing.T) string {
 	t.Helper()
@@ -114,31 +64,13 @@ func closedPort(t *testing.T) string {
 	return addr
 }
 
-// checkClosed fails unless the forward's port refuses connections and a
-// connection that was open through it has ended.
-func checkClosed(t *testing.T, addr string, open net.Conn) {
-	t.Helper()
-	if c, err := net.DialTimeout("tcp", addr, 5*time.Second); err == nil {
-		_ = c.Close() // it should not have been accepted at all
-		t.Fatalf("%s still accepts connections after Close", addr)
-	}
-	if err := open.SetReadDeadline(time.Now().Add(10 * time.Second)); err != nil {
-		t.Fatal(err)
-	}
-	if n, err := open.Read(make([]byte, 1)); !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && !isReset(err) {
-		t.Fatalf("a connection open through the forward did not end with Close: read %d bytes, %v", n, err)
-	}
-}
-
-func isReset(err error) bool { return err != nil && strings.Contains(err.Error(), "connection reset") }
-
 func testForward(t *testing.T, h *hosts.Host, target string) {
 	fwd, err := hosts.NewForward("127.0.0.1:0", func(ctx context.Context) (net.Conn, error) { return h.Dial(ctx, "tcp", target) }, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	addr := fwd.Addr().String()
-	manyExchanges(t, addr, 100, 64*1024)
+	testharness.ManyExchanges(t, addr, 100, 64*1024)
 	// A connection left open, mid-exchange, when the forward closes.
 	open, err := net.Dial("tcp", addr)
 	if err != nil {
@@ -151,7 +83,7 @@ func testForward(t *testing.T, h *hosts.Host, target string) {
 	if err := fwd.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
-	checkClosed(t, addr, open)
+	testharness.CheckForwardClosed(t, addr, open)
 }
 
 // A local host's forward: 100 connections at once, each through with its
