@@ -136,7 +136,11 @@ func TestTunnelDiagnostics(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = taken.Close() }() // held for the check only
-	port := taken.Addr().(*net.TCPAddr).Port
+	_, portText, _ := net.SplitHostPort(taken.Addr().String())
+	port, err := strconv.Atoi(portText)
+	if err != nil {
+		t.Fatal(err)
+	}
 	wantIn(open(h, sb.ID, "echo", echoPort, port), "unable to listen on 127.0.0.1:"+strconv.Itoa(port), "address already in use")
 
 	// The same host (its root directory) through an sshd that refuses
