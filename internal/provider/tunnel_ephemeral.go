@@ -113,6 +113,21 @@ func (r *TunnelEphemeralResource) Open(ctx context.Context, req ephemeral.OpenRe
 	if resp.Diagnostics.HasError() {
 		return
 	}
+	if m.SandboxID.IsUnknown() || m.Service.IsUnknown() || m.Port.IsUnknown() || m.Host.IsUnknown() || m.LocalPort.IsUnknown() {
+		// Terraform and OpenTofu open no ephemeral resource whose
+		// configuration is not known yet (a sandbox created by the same
+		// plan); were one asked to, its results are not known either.
+		if m.Host.IsNull() {
+			m.Host = types.StringUnknown()
+		}
+		if m.LocalPort.IsNull() || m.LocalPort.ValueInt64() == 0 {
+			m.LocalPort = types.Int64Unknown()
+		}
+		m.LocalHost = types.StringUnknown()
+		m.Address = types.StringUnknown()
+		resp.Diagnostics.Append(resp.Result.Set(ctx, &m)...)
+		return
+	}
 	if r.data == nil {
 		resp.Diagnostics.AddError(tunnelSummary, "The provider is not configured yet: its configuration depends on values not known until apply.")
 		return

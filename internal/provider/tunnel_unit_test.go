@@ -6,8 +6,11 @@ import (
 	"os"
 	"testing"
 
+	"github.com/hashicorp/terraform-plugin-framework/ephemeral"
 	"github.com/hashicorp/terraform-plugin-framework/providerserver"
+	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
+	"github.com/hashicorp/terraform-plugin-go/tftypes"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 )
 
@@ -107,5 +110,37 @@ ephemeral "sandboxer_tunnel" "db" {
 	}
 	if _, err := os.Stat(root + "/.sandboxer/sandboxes"); err == nil {
 		t.Error("a refused tunnel made the host's record directory")
+	}
+}
+
+// A tunnel whose sandbox is not known yet (created by the same plan) opens
+// nothing and has results not known yet either; it never gets as far as
+// the provider's hosts (this one has none configured).
+func TestUnitTunnel_unknownConfigOpensNothing(t *testing.T) {
+	ctx := context.Background()
+	r := &TunnelEphemeralResource{}
+	var s ephemeral.SchemaResponse
+	r.Schema(ctx, ephemeral.SchemaRequest{}, &s)
+	typ := s.Schema.Type().TerraformType(ctx)
+	config := tftypes.NewValue(typ, map[string]tftypes.Value{
+		"host":       tftypes.NewValue(tftypes.String, nil),
+		"sandbox_id": tftypes.NewValue(tftypes.String, tftypes.UnknownValue),
+		"service":    tftypes.NewValue(tftypes.String, "db"),
+		"port":       tftypes.NewValue(tftypes.Number, 5432),
+		"local_port": tftypes.NewValue(tftypes.Number, nil),
+		"local_host": tftypes.NewValue(tftypes.String, nil),
+		"address":    tftypes.NewValue(tftypes.String, nil),
+	})
+	resp := ephemeral.OpenResponse{Result: tfsdk.EphemeralResultData{Schema: s.Schema, Raw: config}}
+	r.Open(ctx, ephemeral.OpenRequest{Config: tfsdk.Config{Schema: s.Schema, Raw: config}}, &resp)
+	if resp.Diagnostics.HasError() {
+		t.Fatalf("diagnostics: %v", resp.Diagnostics)
+	}
+	var m tunnelModel
+	if d := resp.Result.Get(ctx, &m); d.HasError() {
+		t.Fatal(d)
+	}
+	if !m.Address.IsUnknown() || !m.LocalPort.IsUnknown() || !m.LocalHost.IsUnknown() || !m.Host.IsUnknown() || m.Service.ValueString() != "db" {
+		t.Fatalf("results %+v, want the arguments and unknown results", m)
 	}
 }
