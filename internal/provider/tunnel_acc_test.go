@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -89,6 +91,26 @@ func noTraceOf(words []string, dirs ...string) error {
 	return nil
 }
 
+// freePort is a loopback port nothing listens on (it may be taken again
+// later, as any port may; nothing else here picks ports by number).
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = ln.Close() }() // only its number was wanted
+	_, port, err := net.SplitHostPort(ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
 // closedNow fails unless nothing accepts connections at addr any more.
 func closedNow(addr string) error {
 	if c, err := net.DialTimeout("tcp", addr, 5*time.Second); err == nil {
@@ -145,7 +167,9 @@ resource "terraform_data" "fetch_%[1]s" {
 }
 `, name, tunnel, filepath.Join(out, name))
 	}
-	config := sandboxes + `
+	// The local tunnel on a port of the test's choosing, the other on any.
+	fixed := freePort(t)
+	config := sandboxes + fmt.Sprintf(`
 ephemeral "sandboxer_tunnel" "ssh" {
   sandbox_id = sandboxer_sandbox.ssh.id
   service    = "web"
@@ -157,8 +181,9 @@ ephemeral "sandboxer_tunnel" "local" {
   sandbox_id = sandboxer_sandbox.local.id
   service    = "web"
   port       = 8080
+  local_port = %d
 }
-` + fetch("ssh", "ssh") + fetch("local", "local")
+`, fixed) + fetch("ssh", "ssh") + fetch("local", "local")
 	bad := func(args string) string {
 		return sandboxes + `
 ephemeral "sandboxer_tunnel" "bad" {
@@ -185,6 +210,9 @@ ephemeral "sandboxer_tunnel" "bad" {
 							return err
 						}
 						addrs = append(addrs, strings.TrimSpace(string(addr)))
+					}
+					if !slices.Contains(addrs, fmt.Sprintf("127.0.0.1:%d", fixed)) {
+						return fmt.Errorf("tunnels at %v; the local one should be at its local_port %d", addrs, fixed)
 					}
 					for _, addr := range addrs {
 						if err := closedNow(addr); err != nil {

@@ -92,14 +92,40 @@ func (r *TunnelEphemeralResource) Schema(_ context.Context, _ ephemeral.SchemaRe
 				MarkdownDescription: "Name of the service in the compose file. It must be running."},
 			"port": schema.Int64Attribute{Required: true, Validators: []validator.Int64{int64validator.Between(1, 65535)},
 				MarkdownDescription: "Port the service listens on inside its container (no `ports:` entry needed)."},
-			"local_port": schema.Int64Attribute{Optional: true, Computed: true, Validators: []validator.Int64{int64validator.Between(0, 65535)},
-				MarkdownDescription: "Port to listen on at `127.0.0.1`. Default `0`: a free port, chosen when the tunnel opens; " +
-					"the result holds the port chosen."},
+			"local_port": schema.Int64Attribute{Optional: true, Computed: true, Validators: []validator.Int64{localPortValidator{}},
+				MarkdownDescription: "Port to listen on at `127.0.0.1`. Unset (the default): a free port, chosen when the tunnel " +
+					"opens; the result holds the port chosen."},
 			"local_host": schema.StringAttribute{Computed: true,
 				MarkdownDescription: "Address the tunnel listens on: always `127.0.0.1`."},
 			"address": schema.StringAttribute{Computed: true,
 				MarkdownDescription: "`127.0.0.1:<local_port>`, ready for a client's `host:port` argument."},
 		},
+	}
+}
+
+// localPortValidator holds local_port to 1-65535. A free port is asked for
+// by leaving it unset, not by 0: Terraform requires a configured value back
+// unchanged, and the result must say which port the tunnel took.
+type localPortValidator struct{}
+
+func (localPortValidator) Description(context.Context) string {
+	return "must be a TCP port, 1-65535; unset for a free port"
+}
+
+func (v localPortValidator) MarkdownDescription(ctx context.Context) string {
+	return v.Description(ctx)
+}
+
+func (localPortValidator) ValidateInt64(_ context.Context, req validator.Int64Request, resp *validator.Int64Response) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
+		return
+	}
+	switch p := req.ConfigValue.ValueInt64(); {
+	case p == 0:
+		resp.Diagnostics.AddAttributeError(req.Path, "Invalid Local Port",
+			"local_port = 0 cannot be set: leave local_port unset for a free port (the result then holds the port the tunnel took).")
+	case p < 1 || p > 65535:
+		resp.Diagnostics.AddAttributeError(req.Path, "Invalid Local Port", fmt.Sprintf("local_port %d is not a TCP port (1-65535).", p))
 	}
 }
 
@@ -120,7 +146,7 @@ func (r *TunnelEphemeralResource) Open(ctx context.Context, req ephemeral.OpenRe
 		if m.Host.IsNull() {
 			m.Host = types.StringUnknown()
 		}
-		if m.LocalPort.IsNull() || m.LocalPort.ValueInt64() == 0 {
+		if m.LocalPort.IsNull() {
 			m.LocalPort = types.Int64Unknown()
 		}
 		m.LocalHost = types.StringUnknown()

@@ -83,8 +83,9 @@ ephemeral "sandboxer_tunnel" "db" {
 	for _, c := range []struct{ args, want string }{
 		{ok + "port = 0", `Attribute port value must be between 1 and 65535, got: 0`},
 		{ok + "port = 65536", `Attribute port value must be between 1 and 65535, got: 65536`},
-		{ok + "port = 5432\nlocal_port = -1", `Attribute local_port value must be between 0 and 65535, got: -1`},
-		{ok + "port = 5432\nlocal_port = 70000", `Attribute local_port value must be between 0 and 65535, got: 70000`},
+		{ok + "port = 5432\nlocal_port = -1", `Invalid Local Port[\s\S]*local_port -1 is not a TCP port \(1-65535\)`},
+		{ok + "port = 5432\nlocal_port = 70000", `Invalid Local Port[\s\S]*local_port 70000 is not a TCP port \(1-65535\)`},
+		{ok + "port = 5432\nlocal_port = 0", `Invalid Local Port[\s\S]*leave local_port unset for a free port`},
 		{`sandbox_id = "../etc"` + "\nservice = \"db\"\nport = 5432", `Invalid Id`},
 		{`sandbox_id = "3f9c2a7b1d0e"` + "\nservice = \"db; rm -rf /\"\nport = 5432", `must be a compose service name`},
 		{`sandbox_id = "3f9c2a7b1d0e"` + "\nport = 5432", `The argument "service" is required`},
