@@ -83,9 +83,12 @@ func (r *Registry) TunnelTarget(ctx context.Context, h *hosts.Host, sandboxID, s
 	defer cancel()
 	conn, err := target.Dial(pctx)
 	switch {
+	case err != nil && ctx.Err() != nil:
+		return nil, ctx.Err()
 	case errors.Is(err, hosts.ErrForwardingRefused):
-		return nil, err // says it all, and nothing about the service
-	case err != nil && ctx.Err() == nil && pctx.Err() != nil:
+		// Says it all; what is behind the port is not known.
+		return nil, fmt.Errorf("service %s of sandbox %s: %w", service, sb.ID, err)
+	case err != nil && pctx.Err() != nil:
 		return nil, fmt.Errorf("service %s of sandbox %s: no answer from %s (port %d) within %s, connecting from host %q: the host does not reach the container's network (a rootless engine's networks are not reachable from the host)",
 			service, sb.ID, addr, port, probeTimeout, h.Host())
 	case err != nil:
@@ -124,7 +127,7 @@ func (r *Registry) OpenTunnel(ctx context.Context, h *hosts.Host, sandboxID, ser
 	}
 	fwd, err := hosts.NewForward(net.JoinHostPort("127.0.0.1", strconv.Itoa(localPort)), target.Dial, failed)
 	if err != nil {
-		return nil, fmt.Errorf("unable to listen on 127.0.0.1:%d: %w", localPort, err)
+		return nil, fmt.Errorf("unable to listen on 127.0.0.1:%d for service %s of sandbox %s: %w", localPort, service, sandboxID, err)
 	}
 	tflog.Debug(ctx, "tunnel open", map[string]any{
 		"host": target.Host, "sandbox": sandboxID, "service": service, "address": target.Address, "local": fwd.Addr().String(),

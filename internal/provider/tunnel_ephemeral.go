@@ -166,7 +166,8 @@ func (r *TunnelEphemeralResource) Open(ctx context.Context, req ephemeral.OpenRe
 	}
 	t, err := r.data.registry.OpenTunnel(ctx, h, id, service, port, int(m.LocalPort.ValueInt64()))
 	if err != nil {
-		resp.Diagnostics.AddError(tunnelSummary, fmt.Sprintf("Tunnel to port %d of service %q of sandbox %s on host %q: %v", port, service, id, h.Host(), err))
+		// Every error names the sandbox and the service it concerns.
+		resp.Diagnostics.AddError(tunnelSummary, err.Error())
 		return
 	}
 	key, err := registerTunnel(t)
