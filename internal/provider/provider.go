@@ -17,6 +17,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/action"
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/ephemeral"
 	"github.com/hashicorp/terraform-plugin-framework/list"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/provider"
@@ -40,6 +41,8 @@ var (
 	_ provider.Provider                  = &SandboxerProvider{}
 	_ provider.ProviderWithActions       = &SandboxerProvider{}
 	_ provider.ProviderWithListResources = &SandboxerProvider{}
+	// Ephemeral resources: Terraform >= 1.10, OpenTofu >= 1.11.
+	_ provider.ProviderWithEphemeralResources = &SandboxerProvider{}
 )
 
 // SandboxerProvider is the provider implementation.
@@ -339,6 +342,7 @@ func (p *SandboxerProvider) Configure(ctx context.Context, req provider.Configur
 	resp.DataSourceData = data
 	resp.ActionData = data
 	resp.ListResourceData = data
+	resp.EphemeralResourceData = data
 }
 
 func localHost(name, rootDir string) *hosts.Host {
@@ -448,6 +452,12 @@ func (p *SandboxerProvider) Actions(_ context.Context) []func() action.Action {
 // never ask for them.
 func (p *SandboxerProvider) ListResources(_ context.Context) []func() list.ListResource {
 	return []func() list.ListResource{NewSandboxListResource, NewSnapshotListResource}
+}
+
+// EphemeralResources live for one Terraform run and never reach state
+// (Terraform >= 1.10, OpenTofu >= 1.11; older CLIs reject the block).
+func (p *SandboxerProvider) EphemeralResources(_ context.Context) []func() ephemeral.EphemeralResource {
+	return []func() ephemeral.EphemeralResource{NewTunnelEphemeralResource}
 }
 
 func (p *SandboxerProvider) DataSources(_ context.Context) []func() datasource.DataSource {

@@ -116,6 +116,11 @@ func RequireDocker(t testing.TB) {
 // Image is the locally built image compose fixtures use (nothing can be pulled).
 func Image(t testing.TB) string { return Env(t, "SANDBOXER_TEST_IMAGE") }
 
+// PGImage is the harness's PostgreSQL 15 image: its entrypoint makes a
+// cluster on first start that trusts every connection, user postgres, and
+// listens on every address of the container (port 5432).
+func PGImage(t testing.TB) string { return Env(t, "SANDBOXER_TEST_PG_IMAGE") }
+
 // ComposeRepo writes a compose project with the given services into a
 // fresh directory and returns it. Each service runs the harness image;
 // a service named "web" gets a healthcheck.

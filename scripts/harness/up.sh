@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Stands up the acceptance-test harness (idempotent): dockerd (if not running), the
-# sandboxer-busybox:latest image, and two root sshd instances on 127.0.0.1 with generated
+# sandboxer-busybox:latest and sandboxer-postgres:15 images, and two root sshd instances on 127.0.0.1 with generated
 # keys (root, and a non-root user in the docker group). Writes STATE/env (export lines for tests) and prints its path as the last line.
 set -euo pipefail
 
@@ -8,6 +8,8 @@ STATE="${SANDBOXER_HARNESS_DIR:-$HOME/.cache/sandboxer-harness}"
 PORT1="${SANDBOXER_SSH_PORT:-2222}"
 PORT2="${SANDBOXER_SSH_PORT2:-2223}"
 IMAGE="sandboxer-busybox:latest"
+PG_IMAGE="sandboxer-postgres:15"
+PG_DIR=/usr/lib/postgresql/15
 NONROOT_USER="${SANDBOXER_NONROOT_USER:-sandboxer-ci}"
 
 die() { echo "up.sh: ERROR: $*" >&2; exit 1; }
@@ -19,6 +21,9 @@ if [ ! -x /bin/busybox ] || [ "$(dpkg-query -W -f='${db:Status-Status}' busybox-
 	die "static /bin/busybox (busybox-static) not found; run scripts/harness/install.sh first"
 fi
 [ -x /usr/sbin/sshd ] || die "/usr/sbin/sshd not found; run scripts/harness/install.sh first"
+for f in postgres initdb pg_ctl psql pg_isready; do
+	[ -x "$PG_DIR/bin/$f" ] || die "$PG_DIR/bin/$f not found (postgresql-15, postgresql-client-15); run scripts/harness/install.sh first"
+done
 [ "$(id -u)" = 0 ] || die "must run as root (dockerd and sshd for root login)"
 
 mkdir -p "$STATE"
@@ -60,6 +65,55 @@ if ! docker image inspect "$IMAGE" >/dev/null 2>&1; then
 	tar -C "$rootfs" -c . | docker import \
 		-c 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
 		-c 'CMD ["/bin/sh"]' - "$IMAGE" >/dev/null || die "docker import of $IMAGE failed"
+	rm -rf "$rootfs"
+	trap - EXIT
+fi
+# A PostgreSQL 15 image, for tests of a database reached through a tunnel:
+# Debian's server binaries with exactly the libraries ldd names for them,
+# busybox for a shell, and an entrypoint that makes the cluster on first start
+# (trust authentication, listening on every address of the container).
+if ! docker image inspect "$PG_IMAGE" >/dev/null 2>&1; then
+	rootfs="$(mktemp -d)"
+	trap 'rm -rf "$rootfs"' EXIT
+	mkdir -p "$rootfs"/{bin,sbin,usr/bin,usr/sbin,usr/local/bin,etc,tmp,dev,proc,sys,var/lib/postgresql,var/run/postgresql}
+	mkdir -p "$rootfs$PG_DIR/bin" "$rootfs$PG_DIR/lib" "$rootfs/usr/share/postgresql"
+	chmod 1777 "$rootfs/tmp"
+	cp "$(readlink -f /bin/busybox)" "$rootfs/bin/busybox"
+	/bin/busybox --list-full | while read -r applet; do
+		[ -e "$rootfs/$applet" ] || [ -L "$rootfs/$applet" ] || ln -s /bin/busybox "$rootfs/$applet"
+	done
+	for f in postgres initdb pg_ctl psql pg_isready; do cp "$PG_DIR/bin/$f" "$rootfs$PG_DIR/bin/"; done
+	# The modules initdb loads (plpgsql, the snowball dictionaries) and the
+	# encoding conversions; not the JIT (llvmjit.so and its bitcode would
+	# bring 130 MB of LLVM, and the server runs without it).
+	for f in "$PG_DIR"/lib/*.so; do
+		case "${f##*/}" in llvmjit*) ;; *) cp "$f" "$rootfs$PG_DIR/lib/" ;; esac
+	done
+	cp -r /usr/share/postgresql/15 "$rootfs/usr/share/postgresql/" # initdb's catalog and configuration templates
+	for f in "$rootfs$PG_DIR"/bin/* "$rootfs$PG_DIR"/lib/*.so; do ldd "$f"; done |
+		awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }' | sort -u |
+		while read -r lib; do cp --parents -L "$lib" "$rootfs/"; done
+	[ -e "$rootfs/lib64/ld-linux-x86-64.so.2" ] || cp --parents -L /lib64/ld-linux-x86-64.so.2 "$rootfs/"
+	printf 'root:x:0:0:root:/root:/bin/sh\npostgres:x:70:70:PostgreSQL:/var/lib/postgresql:/bin/sh\n' >"$rootfs/etc/passwd"
+	printf 'root:x:0:\npostgres:x:70:\n' >"$rootfs/etc/group"
+	chown 70:70 "$rootfs/var/lib/postgresql" "$rootfs/var/run/postgresql"
+	cat >"$rootfs/usr/local/bin/pg-entrypoint" <<-'EOF'
+	#!/bin/sh
+	# Makes the cluster on first start, then runs the server in the foreground.
+	set -e
+	if [ ! -s "$PGDATA/PG_VERSION" ]; then
+		initdb -D "$PGDATA" -U postgres --auth=trust --no-locale --encoding=UTF8 >/dev/null
+		echo "listen_addresses = '*'" >>"$PGDATA/postgresql.conf"
+		echo "host all all all trust" >>"$PGDATA/pg_hba.conf"
+	fi
+	exec postgres -D "$PGDATA"
+	EOF
+	chmod 755 "$rootfs/usr/local/bin/pg-entrypoint"
+	tar -C "$rootfs" -c . | docker import \
+		-c "ENV PATH=$PG_DIR/bin:/usr/local/bin:/usr/bin:/bin" \
+		-c 'ENV PGDATA=/var/lib/postgresql/data' -c 'ENV TZ=UTC' \
+		-c 'USER postgres' -c 'EXPOSE 5432' \
+		-c 'ENTRYPOINT ["/usr/local/bin/pg-entrypoint"]' - "$PG_IMAGE" >/dev/null || die "docker import of $PG_IMAGE failed"
 	rm -rf "$rootfs"
 	trap - EXIT
 fi
@@ -196,6 +250,7 @@ out="$(ssh -n -i "$CLIENT_KEY" -o IdentitiesOnly=yes -o BatchMode=yes \
 	printf 'export SANDBOXER_TEST_SSHD_LOG=%q\n' "$STATE/sshd-$PORT1.log"
 	printf 'export SANDBOXER_TEST_SSHD_LOG2=%q\n' "$STATE/sshd-$PORT2.log"
 	printf 'export SANDBOXER_TEST_IMAGE=%q\n' "$IMAGE"
+	printf 'export SANDBOXER_TEST_PG_IMAGE=%q\n' "$PG_IMAGE"
 } >"$STATE/env.new"
 mv -f "$STATE/env.new" "$STATE/env"
 echo "$STATE/env"
