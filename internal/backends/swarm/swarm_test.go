@@ -1,6 +1,7 @@
 package swarm
 
 import (
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/backends"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/catalog"
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/composefile"
 )
 
 func repoWith(t *testing.T, compose string) map[string]string {
@@ -163,11 +165,103 @@ func TestParseServicesAndStatus(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			st := status(c.workspace, parseServices(c.out, "sbx-a"), []string{"db", "web"})
+			// A record without declared replicas (written before them):
+			// the engine's desired count is the measure.
+			st := status(c.workspace, parseServices(c.out, "sbx-a"), []string{"db", "web"}, nil)
 			if st.State != c.want {
 				t.Fatalf("state %s, want %s (%s)", st.State, c.want, backends.Describe(st.Services))
 			}
 		})
+	}
+}
+
+// With the replicas the compose file declares in the record, a service
+// scaled out of band is measured against the file, not against the
+// engine's new desired count.
+func TestStatusAgainstDeclaredReplicas(t *testing.T) {
+	declared := map[string]int{"web": 2, "db": 1}
+	cases := []struct {
+		name     string
+		out      string
+		replicas map[string]int
+		want     string
+		services string
+	}{
+		{"as declared", svcOutput("Ready", "s1 n1 running", "s1 n2 running", "s2 n2 running"), declared,
+			backends.StatusReady, "db=running, web=running"},
+		{"web scaled to 0", "service|sbx-a_web|0/0\nservice|sbx-a_db|1/1\nid|s1|sbx-a_web\nid|s2|sbx-a_db\nnode|n1|Ready\ntask|s2|n1|running\n", declared,
+			backends.StatusDegraded, "db=running, web=stopped"},
+		{"web scaled to 1", "service|sbx-a_web|1/1\nservice|sbx-a_db|1/1\nid|s1|sbx-a_web\nid|s2|sbx-a_db\nnode|n1|Ready\ntask|s1|n1|running\ntask|s2|n1|running\n", declared,
+			backends.StatusDegraded, "db=running, web=partial"},
+		{"everything scaled to 0", "service|sbx-a_web|0/0\nservice|sbx-a_db|0/0\nid|s1|sbx-a_web\nid|s2|sbx-a_db\nnode|n1|Ready\n", declared,
+			backends.StatusStopped, "db=stopped, web=stopped"},
+		{"scaled up: nothing declared is missing", "service|sbx-a_web|3/3\nservice|sbx-a_db|1/1\nid|s1|sbx-a_web\nid|s2|sbx-a_db\nnode|n1|Ready\n" +
+			"task|s1|n1|running\ntask|s1|n1|running\ntask|s1|n1|running\ntask|s2|n1|running\n", declared,
+			backends.StatusReady, "db=running, web=running"},
+		{"declared 0 replicas", "service|sbx-a_web|0/0\nservice|sbx-a_db|1/1\nid|s2|sbx-a_db\nnode|n1|Ready\ntask|s2|n1|running\n",
+			map[string]int{"web": 0, "db": 1}, backends.StatusReady, "db=running, web=running"},
+		// web is global: the record names no replicas for it, and the
+		// engine's count (one per eligible node) is the measure.
+		{"global service", "service|sbx-a_web|2/3\nservice|sbx-a_db|1/1\nid|s1|sbx-a_web\nid|s2|sbx-a_db\nnode|n1|Ready\nnode|n2|Ready\n" +
+			"task|s1|n1|running\ntask|s1|n2|running\ntask|s2|n1|running\n", map[string]int{"db": 1},
+			backends.StatusDegraded, "db=running, web=partial"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			st := status(true, parseServices(c.out, "sbx-a"), []string{"db", "web"}, c.replicas)
+			if st.State != c.want || backends.Describe(st.Services) != c.services {
+				t.Fatalf("state %s (%s), want %s (%s)", st.State, backends.Describe(st.Services), c.want, c.services)
+			}
+		})
+	}
+}
+
+// The replicas a compose file declares: deploy.replicas, 1 when unset
+// (also with a deploy block without replicas), none for a global service.
+func TestDeclaredReplicas(t *testing.T) {
+	inputs := repoWith(t, `services:
+  plain:
+    image: busybox
+  two:
+    image: busybox
+    deploy:
+      replicas: 2
+  zero:
+    image: busybox
+    deploy:
+      mode: replicated
+      replicas: 0
+  placed:
+    image: busybox
+    deploy:
+      placement:
+        constraints: ["node.role == manager"]
+  everywhere:
+    image: busybox
+    deploy:
+      mode: global
+  fromenv:
+    image: busybox
+    deploy:
+      replicas: ${N}
+`)
+	l, err := composefile.Load(inputs, map[string]string{"N": "3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := declaredReplicas(l.Project)
+	want := map[string]int{"plain": 1, "two": 2, "zero": 0, "placed": 1, "fromenv": 3}
+	if !maps.Equal(got, want) {
+		t.Fatalf("declared %v, want %v", got, want)
+	}
+}
+
+// A restore reads the services and their replicas from what the manager
+// deployed from the restored compose file.
+func TestParseDeployed(t *testing.T) {
+	services, replicas := parseDeployed("sbx-a_web|2\nsbx-a_db|1\nsbx-a_agent|\nsbx-ab_web|5\nsbx-a_|1\nnoise\n", "sbx-a")
+	if strings.Join(services, ",") != "agent,db,web" || !maps.Equal(replicas, map[string]int{"web": 2, "db": 1}) {
+		t.Fatalf("services %v, replicas %v", services, replicas)
 	}
 }
 
@@ -199,6 +293,7 @@ func TestScriptsParse(t *testing.T) {
 		"remove":         removeStackScript("sbx-a", true),
 		"remove, no vol": removeStackScript("sbx-a", false),
 		"services":       servicesScript(sb),
+		"deployed":       deployedServicesScript("sbx-a"),
 	} {
 		out, err := exec.Command("sh", "-n", "-c", script).CombinedOutput()
 		if err != nil {
