@@ -518,13 +518,32 @@ func status(workspace bool, seen []service, declared []string, replicas map[stri
 
 // removeStackScript removes the stack's services, networks, secrets and
 // configs and waits, for at most removeWait, until the manager lists none
-// of them and no container of the stack is left on the manager's node
-// (those still there once the services are gone are removed); with
-// volumes, then the stack's volumes on the manager's node too (also those
-// a restore made under the compose project label). `docker stack rm` is
-// repeated every second: a network whose tasks were still detaching is
-// refused at first. An engine that does not answer fails the script, so
-// the record and workspace that name what to remove stay.
+// of them and no task of the stack on any node that is Ready, and no
+// container of the stack is left on the manager's node (those still there
+// once the tasks are gone are removed); with volumes, then the stack's
+// volumes on the manager's node too (also those a restore made under the
+// compose project label). `docker stack rm` is repeated every second: a
+// network whose tasks were still detaching is refused at first. An engine
+// that does not answer fails the script, so the record and workspace that
+// name what to remove stay.
+//
+// Why the tasks, and not the networks, end the wait. After `docker stack
+// rm` each node's agent stops its tasks' containers and reports them shut
+// down; the manager deletes a task once its node reported it so, and only
+// then does that node's agent remove the stopped container. A network
+// leaving the manager's list says less: the manager drops it by its own
+// account of the tasks, not the nodes' (on the three-node harness it went
+// while the manager still listed tasks on it as running). A task the
+// manager no longer lists on a Ready node is one whose container has
+// stopped there and which that node's agent has been told to remove. The
+// removal itself, on a node other than the manager's, is out of the
+// manager's sight: it comes after the task is deleted (the engine's task
+// controller first waits ~2 s for the network's gossip), is reported to
+// nobody, and the manager's API has no view of another node's containers;
+// on the manager's own node the script removes them. Tasks on a node that
+// is not Ready (down, lost) are not waited for: the manager keeps them,
+// meant to be removed, and that node's agent stops and removes them when
+// it comes back.
 func removeStackScript(stack string, volumes bool) string {
 	done, withvols := "exit 0", "''"
 	if volumes {
@@ -534,7 +553,7 @@ func removeStackScript(stack string, volumes bool) string {
 		docker volume rm -f $vols >/dev/null 2>&1`
 	}
 	return fmt.Sprintf(`unanswered() { echo "the swarm manager did not answer: what the stack made may remain" >&2; exit 1; }
-f=%[1]s fc=%[2]s withvols=%[6]s
+f=%[1]s fc=%[2]s withvols=%[6]s vols=
 end=$(( $(date +%%s) + %[5]d ))
 # A host that left the swarm took the stack's services and networks with
 # it: what remains of the stack here is containers and volumes. A worker
@@ -554,19 +573,33 @@ inactive*)
 esac
 i=0
 while :; do
-	objects=$(docker service ls -q --filter "$f" && docker network ls -q --filter "$f" &&
-		docker secret ls -q --filter "$f" && docker config ls -q --filter "$f") || unanswered
+	objects=$(docker service ls --filter "$f" --format 'service {{.Name}}' &&
+		docker network ls --filter "$f" --format 'network {{.Name}}' &&
+		docker secret ls --filter "$f" --format 'secret {{.Name}}' &&
+		docker config ls --filter "$f" --format 'config {{.Name}}') || unanswered
+	nodes=$(docker node ls --format '{{.ID}} {{.Status}}') || unanswered
+	ready=$(echo "$nodes" | while read -r id state; do if [ "$state" = Ready ]; then echo "$id"; fi; done)
+	tasks=
+	# A node that left between the two listings fails node ps: the next
+	# look lists again.
+	if [ -n "$ready" ]; then
+		tasks=$(docker node ps --filter "$f" --format 'task {{.Name}} on {{.Node}}: {{.CurrentState}}' $ready) ||
+			tasks="tasks (the manager did not list them)"
+	fi
 	containers=$(docker ps -aq --filter "$f") || unanswered
-	left="$objects $containers"
-	if [ -z "$objects" ] && [ -z "$containers" ]; then
+	if [ -z "$objects$tasks$containers" ]; then
 		%[4]s
-	elif [ -z "$objects" ]; then
+	elif [ -z "$objects$tasks" ]; then
 		docker rm -f -v $containers >/dev/null 2>&1
-	elif [ $((i %% 10)) -eq 0 ]; then
+	elif [ -n "$objects" ] && [ $((i %% 10)) -eq 0 ]; then
 		docker stack rm %[3]s >/dev/null 2>&1
 	fi
 	i=$((i+1))
-	if [ "$(date +%%s)" -ge "$end" ]; then echo "resources of stack "%[3]s" remain: $left $vols" >&2; exit 1; fi
+	if [ "$(date +%%s)" -ge "$end" ]; then
+		# node ps of several nodes may list a task twice.
+		left=$(printf '%%s\n' "$objects" "$(printf '%%s\n' "$tasks" | sort -u)" ${containers:+"containers on the manager's node: $(echo $containers)"} ${vols:+"volumes: $(echo $vols)"} | grep . | tr '\n' ';')
+		echo "resources of stack "%[3]s" remain: ${left%%;}" >&2; exit 1
+	fi
 	sleep 0.1
 done
 `, hosts.Quote("label="+stackLabel+"="+stack), hosts.Quote("label=com.docker.compose.project="+stack), hosts.Quote(stack), done, int(removeWait.Seconds()), withvols)
@@ -577,9 +610,10 @@ done
 const removeWait = 100 * time.Second
 
 // Teardown removes the stack (services, networks, the manager node's
-// volumes) and waits until they are gone, then the workspace. Already gone
-// is success. The stack is named after the id, never after what a record
-// says.
+// volumes) and waits until they are gone and no task of it remains on any
+// node that is Ready (removeStackScript says what the manager can and
+// cannot see of the nodes), then the workspace. Already gone is success.
+// The stack is named after the id, never after what a record says.
 func (e *Extension) Teardown(ctx context.Context, h *hosts.Host, sb *backends.Sandbox) error {
 	if err := h.Run(ctx, removeStackScript(StackName(sb.ID), true), nil, nil); err != nil {
 		return fmt.Errorf("unable to remove the services, networks and volumes of sandbox %s: %w", sb.ID, err)
