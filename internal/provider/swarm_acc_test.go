@@ -80,16 +80,24 @@ volumes:
 }
 
 // swarmLeftovers asks every node's engine what remains of a stack:
-// services and networks (the manager's view), containers and volumes
-// (each node's own).
-func swarmLeftovers(t *testing.T, sw *testharness.Swarm, stack string) []string {
+// services, networks and tasks (the manager's view), containers and
+// volumes (each node's own). A stopped container on a worker is left out
+// unless stopped is set: destroy returns once the manager lists no task of
+// the stack, and the workers' agents remove the containers of the deleted
+// tasks after that, unseen by the manager (swarm.removeStackScript).
+func swarmLeftovers(t *testing.T, sw *testharness.Swarm, stack string, stopped bool) []string {
 	t.Helper()
 	var left []string
 	filter := "label=com.docker.stack.namespace=" + stack
+	nodes, err := sw.Docker(1, "node", "ls", "-q")
+	if err != nil {
+		return []string{fmt.Sprintf("node 1: docker node ls: %v %s", err, nodes)}
+	}
 	for n := range sw.Nodes {
-		kinds := [][]string{{"ps", "-aq"}, {"volume", "ls", "-q"}}
+		kinds := [][]string{{"ps", "-a", "--format", "{{.ID}} {{.State}}"}, {"volume", "ls", "-q"}}
 		if n == 0 {
-			kinds = append(kinds, []string{"service", "ls", "-q"}, []string{"network", "ls", "-q"})
+			kinds = append(kinds, []string{"service", "ls", "-q"}, []string{"network", "ls", "-q"},
+				append([]string{"node", "ps", "-q"}, strings.Fields(nodes)...))
 		}
 		for _, k := range kinds {
 			out, err := sw.Docker(n+1, append(k, "--filter", filter)...)
@@ -97,8 +105,12 @@ func swarmLeftovers(t *testing.T, sw *testharness.Swarm, stack string) []string 
 				left = append(left, fmt.Sprintf("node %d: docker %s: %v %s", n+1, strings.Join(k, " "), err, out))
 				continue
 			}
-			for _, id := range strings.Fields(out) {
-				left = append(left, fmt.Sprintf("node %d: %s %s", n+1, k[0], id))
+			for line := range strings.Lines(out) {
+				what, state, _ := strings.Cut(strings.TrimSpace(line), " ")
+				if what == "" || n > 0 && k[0] == "ps" && !stopped && (state == "exited" || state == "dead" || state == "removing") {
+					continue
+				}
+				left = append(left, fmt.Sprintf("node %d: %s %s", n+1, strings.Join(k[:2], " "), strings.TrimSpace(line)))
 			}
 		}
 	}
@@ -106,12 +118,14 @@ func swarmLeftovers(t *testing.T, sw *testharness.Swarm, stack string) []string 
 }
 
 // swarmNothingLeft is a CheckDestroy asking every node for what remains of
-// the stacks and the filesystem for workspaces under root.
+// the stacks and the filesystem for workspaces under root; then it waits,
+// bounded, for the workers' agents to remove the stopped containers of the
+// stacks' deleted tasks.
 func swarmNothingLeft(t *testing.T, sw *testharness.Swarm, stacks *[]string, root string) func(*terraform.State) error {
 	return func(*terraform.State) error {
 		var left []string
 		for _, stack := range *stacks {
-			left = append(left, swarmLeftovers(t, sw, stack)...)
+			left = append(left, swarmLeftovers(t, sw, stack, false)...)
 		}
 		entries, _ := os.ReadDir(root)
 		for _, e := range entries {
@@ -122,7 +136,20 @@ func swarmNothingLeft(t *testing.T, sw *testharness.Swarm, stacks *[]string, roo
 		if len(left) > 0 {
 			return fmt.Errorf("destroy left: %s", strings.Join(left, ", "))
 		}
-		return nil
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			left = nil
+			for _, stack := range *stacks {
+				left = append(left, swarmLeftovers(t, sw, stack, true)...)
+			}
+			if len(left) == 0 {
+				return nil
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("30 s after destroy, the workers still hold: %s", strings.Join(left, ", "))
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
 	}
 }
 
