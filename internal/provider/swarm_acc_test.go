@@ -12,6 +12,7 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
+	"github.com/hashicorp/terraform-plugin-testing/plancheck"
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
@@ -331,6 +332,73 @@ resource "sandboxer_restore" "fresh" {
 				// Refreshed after the restore redeployed it: still ready.
 				Config:   cfg + pinned + pinnedSnap + rollback,
 				PlanOnly: true,
+			},
+		},
+	})
+}
+
+// A service scaled out of band through the manager (`docker service scale
+// web=0`) leaves the engine's desired count met, but not the replicas the
+// compose file declares: refresh records the sandbox degraded, and the
+// next plan replaces it, which runs the declared replicas again.
+func TestAccSwarm_scaledOutOfBand(t *testing.T) {
+	testAccPreCheck(t)
+	sw := testharness.StartedSwarm(t)
+	managerID, err := sw.Docker(1, "info", "--format", "{{.Swarm.NodeID}}")
+	must(t, err)
+	root := t.TempDir()
+	repo := swarmRepo(t, strings.TrimSpace(managerID), false)
+	var stacks []string
+	cfg := swarmConfig(t, sw, root) + fmt.Sprintf(`
+resource "sandboxer_sandbox" "stack" {
+  profile = "profile.swarm-e2e"
+  host    = "swarm"
+  inputs  = { repo = %q }
+}
+`, repo)
+	resource.Test(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProviders,
+		CheckDestroy:             swarmNothingLeft(t, sw, &stacks, root),
+		Steps: []resource.TestStep{
+			{
+				Config: cfg,
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue("sandboxer_sandbox.stack", tfjsonpath.New("status"), knownvalue.StringExact("ready")),
+				},
+				Check: func(s *terraform.State) error {
+					stacks = append(stacks, stateAttr(s, "sandboxer_sandbox.stack", "compose_project"))
+					return nil
+				},
+			},
+			{
+				PreConfig: func() {
+					if out, err := sw.Docker(1, "service", "scale", "--detach", stacks[0]+"_web=0"); err != nil {
+						t.Fatalf("docker service scale: %v\n%s", err, out)
+					}
+				},
+				Config: cfg,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction("sandboxer_sandbox.stack", plancheck.ResourceActionDestroyBeforeCreate),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue("sandboxer_sandbox.stack", tfjsonpath.New("status"), knownvalue.StringExact("ready")),
+				},
+				Check: func(s *terraform.State) error {
+					stack := stateAttr(s, "sandboxer_sandbox.stack", "compose_project")
+					if stack == stacks[0] {
+						return fmt.Errorf("stack %s was kept, not replaced", stack)
+					}
+					stacks = append(stacks, stack)
+					n, err := nodesRunning(t, sw, stack+"_web")
+					if err != nil {
+						return err
+					}
+					if n != 3 {
+						return fmt.Errorf("the replacement's web runs on %d node(s), want 3", n)
+					}
+					return nil
+				},
 			},
 		},
 	})
