@@ -517,13 +517,14 @@ func status(workspace bool, seen []service, declared []string, replicas map[stri
 }
 
 // removeStackScript removes the stack's services, networks, secrets and
-// configs and waits, for at most removeWait, until the manager lists none
-// of them and no task of the stack on any node that is Ready, and no
-// container of the stack is left on the manager's node (those still there
-// once the tasks are gone are removed); with volumes, then the stack's
-// volumes on the manager's node too (also those a restore made under the
-// compose project label). `docker stack rm` is repeated every second: a
-// network whose tasks were still detaching is refused at first. An engine
+// configs and waits, for at most wait (in whole seconds), until the
+// manager lists none of them and no task of the stack on any node that is
+// Ready, and no container of the stack is left on the manager's node
+// (those still there once the tasks are gone are removed); with volumes,
+// then the stack's volumes on the manager's node too (also those a
+// restore made under the compose project label). `docker stack rm` is
+// repeated every second: a network whose tasks were still detaching is
+// refused at first. Past wait it fails naming what remains. An engine
 // that does not answer fails the script, so the record and workspace that
 // name what to remove stay.
 //
@@ -544,7 +545,7 @@ func status(workspace bool, seen []service, declared []string, replicas map[stri
 // is not Ready (down, lost) are not waited for: the manager keeps them,
 // meant to be removed, and that node's agent stops and removes them when
 // it comes back.
-func removeStackScript(stack string, volumes bool) string {
+func removeStackScript(stack string, volumes bool, wait time.Duration) string {
 	done, withvols := "exit 0", "''"
 	if volumes {
 		withvols = "1"
@@ -581,9 +582,10 @@ while :; do
 	ready=$(echo "$nodes" | while read -r id state; do if [ "$state" = Ready ]; then echo "$id"; fi; done)
 	tasks=
 	# A node that left between the two listings fails node ps: the next
-	# look lists again.
+	# look lists again. (A task of a removed service is named after the
+	# service's id: its image says more.)
 	if [ -n "$ready" ]; then
-		tasks=$(docker node ps --filter "$f" --format 'task {{.Name}} on {{.Node}}: {{.CurrentState}}' $ready) ||
+		tasks=$(docker node ps --filter "$f" --format 'task {{.Name}} ({{.Image}}) on {{.Node}}: {{.CurrentState}}' $ready) ||
 			tasks="tasks (the manager did not list them)"
 	fi
 	containers=$(docker ps -aq --filter "$f") || unanswered
@@ -602,12 +604,27 @@ while :; do
 	fi
 	sleep 0.1
 done
-`, hosts.Quote("label="+stackLabel+"="+stack), hosts.Quote("label=com.docker.compose.project="+stack), hosts.Quote(stack), done, int(removeWait.Seconds()), withvols)
+`, hosts.Quote("label="+stackLabel+"="+stack), hosts.Quote("label=com.docker.compose.project="+stack), hosts.Quote(stack), done, int(wait.Seconds()), withvols)
 }
 
 // removeWait bounds removeStackScript: within the two minutes a cleanup
 // after a failed create has, so the script says what remains.
 const removeWait = 100 * time.Second
+
+// removeWaitFor is how long removeStackScript may wait within ctx: at most
+// removeWait, and short of ctx's deadline by a margin for the command's
+// round trip and what follows it, so that a removal the deadline cuts
+// short still ends with the script naming what remains rather than with
+// the session cancelled.
+func removeWaitFor(ctx context.Context) time.Duration {
+	wait := removeWait
+	if dl, ok := ctx.Deadline(); ok {
+		wait = min(wait, time.Until(dl)-removeMargin)
+	}
+	return max(wait, time.Second)
+}
+
+const removeMargin = 10 * time.Second
 
 // Teardown removes the stack (services, networks, the manager node's
 // volumes) and waits until they are gone and no task of it remains on any
@@ -615,7 +632,7 @@ const removeWait = 100 * time.Second
 // cannot see of the nodes), then the workspace. Already gone is success.
 // The stack is named after the id, never after what a record says.
 func (e *Extension) Teardown(ctx context.Context, h *hosts.Host, sb *backends.Sandbox) error {
-	if err := h.Run(ctx, removeStackScript(StackName(sb.ID), true), nil, nil); err != nil {
+	if err := h.Run(ctx, removeStackScript(StackName(sb.ID), true, removeWaitFor(ctx)), nil, nil); err != nil {
 		return fmt.Errorf("unable to remove the services, networks and volumes of sandbox %s: %w", sb.ID, err)
 	}
 	return backends.RemoveWorkspace(ctx, h, sb.WorkspaceDir, sb.ID)
@@ -636,7 +653,7 @@ func (e *Extension) Unpause(context.Context, *hosts.Host, *backends.Sandbox) err
 // until their tasks are gone: swarm has no stop, and scaling to zero would
 // not stop a global service.
 func (e *Extension) Stop(ctx context.Context, h *hosts.Host, sb *backends.Sandbox) error {
-	if err := h.Run(ctx, removeStackScript(StackName(sb.ID), false), nil, nil); err != nil {
+	if err := h.Run(ctx, removeStackScript(StackName(sb.ID), false, removeWaitFor(ctx)), nil, nil); err != nil {
 		return fmt.Errorf("unable to stop sandbox %s: %w", sb.ID, err)
 	}
 	return nil

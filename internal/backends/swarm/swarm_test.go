@@ -1,12 +1,14 @@
 package swarm
 
 import (
+	"context"
 	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/backends"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/catalog"
@@ -290,8 +292,8 @@ func TestScriptsParse(t *testing.T) {
 	sb := &backends.Sandbox{ID: "a", ComposeProject: "sbx-a", ComposeFile: "compose.yaml", WorkspaceDir: "/w/a b"}
 	for name, script := range map[string]string{
 		"deploy":         deployScript(sb),
-		"remove":         removeStackScript("sbx-a", true),
-		"remove, no vol": removeStackScript("sbx-a", false),
+		"remove":         removeStackScript("sbx-a", true, removeWait),
+		"remove, no vol": removeStackScript("sbx-a", false, removeWait),
 		"services":       servicesScript(sb),
 		"deployed":       deployedServicesScript("sbx-a"),
 	} {
@@ -324,5 +326,24 @@ func TestDotEnvExport(t *testing.T) {
 		if string(out) != want {
 			t.Errorf("%s exported\n%q, want\n%q", sh, out, want)
 		}
+	}
+}
+
+// The removal waits removeWait at most, less within a context whose
+// deadline is nearer, so that the script says what remains before the
+// context cuts its session.
+func TestRemoveWaitFor(t *testing.T) {
+	if got := removeWaitFor(context.Background()); got != removeWait {
+		t.Errorf("without a deadline: %s", got)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+	defer cancel()
+	if got := removeWaitFor(ctx); got > 40*time.Second-removeMargin || got < 25*time.Second {
+		t.Errorf("within 40 s: %s", got)
+	}
+	ctx, cancel = context.WithTimeout(context.Background(), removeMargin/2)
+	defer cancel()
+	if got := removeWaitFor(ctx); got != time.Second {
+		t.Errorf("within %s: %s", removeMargin/2, got)
 	}
 }

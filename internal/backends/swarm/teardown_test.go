@@ -101,3 +101,28 @@ func TestSwarmTeardownStopsEveryNode(t *testing.T) {
 	}
 	t.Logf("the workers had removed them %s after Teardown returned", time.Since(start.Add(took)).Round(100*time.Millisecond))
 }
+
+// A teardown its context cuts short fails naming what the manager still
+// lists of the stack: here the task of a service whose container ignores
+// SIGTERM and is given 30 s to stop.
+func TestSwarmTeardownTimeoutNamesWhatRemains(t *testing.T) {
+	sw := testharness.StartedSwarm(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	sb, h, _ := createStack(ctx, t, sw, "services:\n  stubborn:\n    image: "+testharness.Image(t)+
+		"\n    command: [\"sh\", \"-c\", \"trap '' TERM; while true; do sleep 1; done\"]\n    stop_grace_period: 30s\n")
+	// removeWaitFor leaves the script 3 s of this.
+	short, cancelShort := context.WithTimeout(ctx, removeMargin+3*time.Second)
+	defer cancelShort()
+	err := New().Teardown(short, h, sb)
+	if err == nil {
+		t.Fatal("Teardown returned while the task was still stopping")
+	}
+	if short.Err() != nil {
+		t.Fatalf("the context ended before the script said what remains: %v", err)
+	}
+	if want := ".1 (" + testharness.Image(t) + ") on "; !strings.Contains(err.Error(), want) {
+		t.Fatalf("the error does not name the task (%q):\n%v", want, err)
+	}
+	t.Log(err)
+}
