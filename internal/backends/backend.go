@@ -59,6 +59,14 @@ type Sandbox struct {
 	// TTL is the lifetime as the configuration wrote it ("2h", "120m"), so
 	// an import reads back the same string and plans clean.
 	TTL string `json:"ttl,omitempty"`
+	// Replicas are the replicas an ext.swarm stack's compose file declares
+	// for each replicated service (deploy.replicas, 1 when unset): what
+	// refresh and readiness compare its running tasks with, so a service
+	// scaled out of band (`docker service scale`) is drift. Kept here
+	// because refresh and import have no compose file to read. A service
+	// it does not name (a global one, or any of a record written before
+	// the field) is compared with the engine's own desired count.
+	Replicas map[string]int `json:"replicas,omitempty"`
 	// Metered sandboxes are charged for their lifetime on teardown.
 	HourlyPriceUSD float64 `json:"hourly_price_usd,omitempty"`
 	QuoteUSD       float64 `json:"quote_usd,omitempty"`

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
+	"github.com/hashicorp/terraform-plugin-testing/plancheck"
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
@@ -80,16 +81,24 @@ volumes:
 }
 
 // swarmLeftovers asks every node's engine what remains of a stack:
-// services and networks (the manager's view), containers and volumes
-// (each node's own).
-func swarmLeftovers(t *testing.T, sw *testharness.Swarm, stack string) []string {
+// services, networks and tasks (the manager's view), containers and
+// volumes (each node's own). A stopped container on a worker is left out
+// unless stopped is set: destroy returns once the manager lists no task of
+// the stack, and the workers' agents remove the containers of the deleted
+// tasks after that, unseen by the manager (swarm.removeStackScript).
+func swarmLeftovers(t *testing.T, sw *testharness.Swarm, stack string, stopped bool) []string {
 	t.Helper()
 	var left []string
 	filter := "label=com.docker.stack.namespace=" + stack
+	nodes, err := sw.Docker(1, "node", "ls", "-q")
+	if err != nil {
+		return []string{fmt.Sprintf("node 1: docker node ls: %v %s", err, nodes)}
+	}
 	for n := range sw.Nodes {
-		kinds := [][]string{{"ps", "-aq"}, {"volume", "ls", "-q"}}
+		kinds := [][]string{{"ps", "-a", "--format", "{{.ID}} {{.State}}"}, {"volume", "ls", "-q"}}
 		if n == 0 {
-			kinds = append(kinds, []string{"service", "ls", "-q"}, []string{"network", "ls", "-q"})
+			kinds = append(kinds, []string{"service", "ls", "-q"}, []string{"network", "ls", "-q"},
+				append([]string{"node", "ps", "-q"}, strings.Fields(nodes)...))
 		}
 		for _, k := range kinds {
 			out, err := sw.Docker(n+1, append(k, "--filter", filter)...)
@@ -97,8 +106,12 @@ func swarmLeftovers(t *testing.T, sw *testharness.Swarm, stack string) []string 
 				left = append(left, fmt.Sprintf("node %d: docker %s: %v %s", n+1, strings.Join(k, " "), err, out))
 				continue
 			}
-			for _, id := range strings.Fields(out) {
-				left = append(left, fmt.Sprintf("node %d: %s %s", n+1, k[0], id))
+			for line := range strings.Lines(out) {
+				what, state, _ := strings.Cut(strings.TrimSpace(line), " ")
+				if what == "" || n > 0 && k[0] == "ps" && !stopped && (state == "exited" || state == "dead" || state == "removing") {
+					continue
+				}
+				left = append(left, fmt.Sprintf("node %d: %s %s", n+1, strings.Join(k[:2], " "), strings.TrimSpace(line)))
 			}
 		}
 	}
@@ -106,12 +119,14 @@ func swarmLeftovers(t *testing.T, sw *testharness.Swarm, stack string) []string 
 }
 
 // swarmNothingLeft is a CheckDestroy asking every node for what remains of
-// the stacks and the filesystem for workspaces under root.
+// the stacks and the filesystem for workspaces under root; then it waits,
+// bounded, for the workers' agents to remove the stopped containers of the
+// stacks' deleted tasks.
 func swarmNothingLeft(t *testing.T, sw *testharness.Swarm, stacks *[]string, root string) func(*terraform.State) error {
 	return func(*terraform.State) error {
 		var left []string
 		for _, stack := range *stacks {
-			left = append(left, swarmLeftovers(t, sw, stack)...)
+			left = append(left, swarmLeftovers(t, sw, stack, false)...)
 		}
 		entries, _ := os.ReadDir(root)
 		for _, e := range entries {
@@ -122,7 +137,20 @@ func swarmNothingLeft(t *testing.T, sw *testharness.Swarm, stacks *[]string, roo
 		if len(left) > 0 {
 			return fmt.Errorf("destroy left: %s", strings.Join(left, ", "))
 		}
-		return nil
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			left = nil
+			for _, stack := range *stacks {
+				left = append(left, swarmLeftovers(t, sw, stack, true)...)
+			}
+			if len(left) == 0 {
+				return nil
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("30 s after destroy, the workers still hold: %s", strings.Join(left, ", "))
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
 	}
 }
 
@@ -304,6 +332,73 @@ resource "sandboxer_restore" "fresh" {
 				// Refreshed after the restore redeployed it: still ready.
 				Config:   cfg + pinned + pinnedSnap + rollback,
 				PlanOnly: true,
+			},
+		},
+	})
+}
+
+// A service scaled out of band through the manager (`docker service scale
+// web=0`) leaves the engine's desired count met, but not the replicas the
+// compose file declares: refresh records the sandbox degraded, and the
+// next plan replaces it, which runs the declared replicas again.
+func TestAccSwarm_scaledOutOfBand(t *testing.T) {
+	testAccPreCheck(t)
+	sw := testharness.StartedSwarm(t)
+	managerID, err := sw.Docker(1, "info", "--format", "{{.Swarm.NodeID}}")
+	must(t, err)
+	root := t.TempDir()
+	repo := swarmRepo(t, strings.TrimSpace(managerID), false)
+	var stacks []string
+	cfg := swarmConfig(t, sw, root) + fmt.Sprintf(`
+resource "sandboxer_sandbox" "stack" {
+  profile = "profile.swarm-e2e"
+  host    = "swarm"
+  inputs  = { repo = %q }
+}
+`, repo)
+	resource.Test(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProviders,
+		CheckDestroy:             swarmNothingLeft(t, sw, &stacks, root),
+		Steps: []resource.TestStep{
+			{
+				Config: cfg,
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue("sandboxer_sandbox.stack", tfjsonpath.New("status"), knownvalue.StringExact("ready")),
+				},
+				Check: func(s *terraform.State) error {
+					stacks = append(stacks, stateAttr(s, "sandboxer_sandbox.stack", "compose_project"))
+					return nil
+				},
+			},
+			{
+				PreConfig: func() {
+					if out, err := sw.Docker(1, "service", "scale", "--detach", stacks[0]+"_web=0"); err != nil {
+						t.Fatalf("docker service scale: %v\n%s", err, out)
+					}
+				},
+				Config: cfg,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction("sandboxer_sandbox.stack", plancheck.ResourceActionDestroyBeforeCreate),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue("sandboxer_sandbox.stack", tfjsonpath.New("status"), knownvalue.StringExact("ready")),
+				},
+				Check: func(s *terraform.State) error {
+					stack := stateAttr(s, "sandboxer_sandbox.stack", "compose_project")
+					if stack == stacks[0] {
+						return fmt.Errorf("stack %s was kept, not replaced", stack)
+					}
+					stacks = append(stacks, stack)
+					n, err := nodesRunning(t, sw, stack+"_web")
+					if err != nil {
+						return err
+					}
+					if n != 3 {
+						return fmt.Errorf("the replacement's web runs on %d node(s), want 3", n)
+					}
+					return nil
+				},
 			},
 		},
 	})

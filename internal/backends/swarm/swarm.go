@@ -162,6 +162,28 @@ func check(l *composefile.Loaded) (backends.Plan, error) {
 	return plan, errors.Join(errs...)
 }
 
+// declaredReplicas are the replicas the compose file declares for each
+// replicated service, as `docker stack deploy` asks swarm for them
+// (deploy.replicas, 1 when unset). A global service is left out and keeps
+// being compared with the engine's desired count: swarm runs one of its
+// tasks per node its placement admits, a number only the swarm knows, and
+// `docker service scale` refuses a global service, so that count cannot
+// drift from the file the way a replicated service's can.
+func declaredReplicas(p *types.Project) map[string]int {
+	m := map[string]int{}
+	for name, svc := range p.Services {
+		d := svc.Deploy
+		if d != nil && d.Mode != "" && d.Mode != "replicated" {
+			continue // global (jobs are refused by check)
+		}
+		m[name] = 1
+		if d != nil && d.Replicas != nil {
+			m[name] = *d.Replicas
+		}
+	}
+	return m
+}
+
 // pinRule matches a placement constraint naming one node.
 var pinRule = regexp.MustCompile(`(?i)^\s*node\.(hostname|id)\s*==\s*(\S+)\s*$`)
 
@@ -218,6 +240,7 @@ func (e *Extension) Provision(ctx context.Context, req backends.Request) (*backe
 	fromSnapshot := req.Fill != nil && req.Inputs["repo"] == ""
 	file := req.Inputs["compose_file"]
 	var plan backends.Plan
+	var replicas map[string]int
 	if !fromSnapshot {
 		l, err := composefile.Load(req.Inputs, req.Env)
 		if err != nil {
@@ -226,6 +249,7 @@ func (e *Extension) Provision(ctx context.Context, req backends.Request) (*backe
 		if plan, err = check(l); err != nil {
 			return nil, err
 		}
+		replicas = declaredReplicas(l.Project)
 		if file, err = composefile.Find(req.Inputs); err != nil {
 			return nil, err
 		}
@@ -241,7 +265,7 @@ func (e *Extension) Provision(ctx context.Context, req backends.Request) (*backe
 		ID: req.ID, Host: req.Host.Host(), Profile: req.Profile.Name, Extension: Name,
 		Inputs: req.Inputs, Labels: req.Labels, WorkspaceDir: ws,
 		ComposeProject: StackName(req.ID), ComposeFile: file, SourceHash: req.SourceHash,
-		CreatedAt: e.Now().UTC(), Services: plan.Services,
+		CreatedAt: e.Now().UTC(), Services: plan.Services, Replicas: replicas,
 	}
 	fail := func(err error) (*backends.Sandbox, error) {
 		return nil, backends.CleanUpAfter(ctx, err, req.Host, sb.ID, func(ctx context.Context) error {
@@ -269,23 +293,47 @@ func (e *Extension) Provision(ctx context.Context, req backends.Request) (*backe
 		return fail(fmt.Errorf("docker stack deploy failed: %w", err))
 	}
 	if fromSnapshot {
-		// The services come from what the manager deployed.
-		out, err := hosts.Output(ctx, req.Host, hosts.Command("docker", "service", "ls",
-			"--filter", "label="+stackLabel+"="+sb.ComposeProject, "--format", "{{.Name}}"))
+		// The services and their declared replicas come from what the
+		// manager deployed, read in the same command: the compose file is
+		// the restored workspace's, on the host only, and the services
+		// `docker stack deploy` has just made hold the replicas it
+		// declares (nothing can have scaled them yet).
+		out, err := hosts.Output(ctx, req.Host, deployedServicesScript(sb.ComposeProject))
 		if err != nil {
 			return fail(fmt.Errorf("unable to list the services of stack %s: %w", sb.ComposeProject, err))
 		}
-		for _, name := range strings.Fields(string(out)) {
-			if name, ok := strings.CutPrefix(name, sb.ComposeProject+"_"); ok {
-				sb.Services = append(sb.Services, name)
-			}
-		}
-		slices.Sort(sb.Services)
+		sb.Services, sb.Replicas = parseDeployed(string(out), sb.ComposeProject)
 		if len(sb.Services) == 0 {
 			return fail(fmt.Errorf("stack %s was deployed from the restored %s, but the manager lists none of its services", sb.ComposeProject, sb.ComposeFile))
 		}
 	}
 	return sb, nil
+}
+
+// deployedServicesScript prints each service of stack as name|replicas,
+// the replicas empty for a global service.
+func deployedServicesScript(stack string) string {
+	return fmt.Sprintf(`ids=$(docker service ls -q --filter %s) || exit 1
+[ -z "$ids" ] || docker service inspect --format '{{.Spec.Name}}|{{if .Spec.Mode.Replicated}}{{.Spec.Mode.Replicated.Replicas}}{{end}}' $ids
+`, hosts.Quote("label="+stackLabel+"="+stack))
+}
+
+// parseDeployed reads deployedServicesScript's lines: the services
+// (sorted) and the replicas of the replicated ones.
+func parseDeployed(out, stack string) ([]string, map[string]int) {
+	var services []string
+	replicas := map[string]int{}
+	for line := range strings.Lines(out) {
+		name, n, ok := strings.Cut(strings.TrimSpace(line), "|")
+		if name, ok2 := strings.CutPrefix(name, stack+"_"); ok && ok2 && name != "" {
+			services = append(services, name)
+			if r, err := strconv.Atoi(n); err == nil {
+				replicas[name] = r
+			}
+		}
+	}
+	slices.Sort(services)
+	return services, replicas
 }
 
 // restoredComposeFile finds the compose file in a workspace restored from a
@@ -312,9 +360,10 @@ func restoredComposeFile(ctx context.Context, h *hosts.Host, sb *backends.Sandbo
 	return "", fmt.Errorf("no compose file in the restored workspace (looked for %s)", strings.Join(candidates, ", "))
 }
 
-// WaitReady looks at the services until every one has its desired replicas
-// running (swarm counts a task with a healthcheck as running once healthy),
-// at growing intervals from 50 ms up to PollInterval.
+// WaitReady looks at the services until every one has the replicas its
+// compose file declares running (swarm counts a task with a healthcheck as
+// running once healthy), at growing intervals from 50 ms up to
+// PollInterval.
 func (e *Extension) WaitReady(ctx context.Context, h *hosts.Host, sb *backends.Sandbox) (backends.Status, error) {
 	wait := 50 * time.Millisecond
 	for {
@@ -349,7 +398,7 @@ func (e *Extension) Inspect(ctx context.Context, h *hosts.Host, sb *backends.San
 	if workspace != "workspace" {
 		rest = string(out)
 	}
-	return status(workspace == "workspace", parseServices(rest, sb.ComposeProject), sb.Services), nil
+	return status(workspace == "workspace", parseServices(rest, sb.ComposeProject), sb.Services, sb.Replicas), nil
 }
 
 // servicesScript prints what parseServices reads: each service of the
@@ -380,8 +429,9 @@ type service struct {
 
 // parseServices reads servicesScript's lines. A service's desired count is
 // the second number of its replicas ("2/2", "1/3 (max 1 per node)", "0/1
-// (1/1 completed)" for a job); it runs the tasks in state running on a node
-// that is ready.
+// (1/1 completed)" for a job), what status compares with when the record
+// declares no replicas for it; it runs the tasks in state running on a
+// node that is ready.
 func parseServices(out, stack string) []service {
 	var list []service
 	ids := map[string]string{}  // service id -> name
@@ -420,15 +470,21 @@ func parseServices(out, stack string) []service {
 
 // Service states in Status.Services.
 const (
-	stateRunning = "running" // every desired replica runs
-	statePartial = "partial" // some replicas run, fewer than desired
+	stateRunning = "running" // every declared replica runs
+	statePartial = "partial" // some replicas run, fewer than declared
 	stateStopped = "stopped" // none runs
 	stateMissing = "missing" // no such service in the stack
 )
 
 // status is the sandbox's state from its services: ready when every
-// declared service has all its replicas, degraded when one falls below.
-func status(workspace bool, seen []service, declared []string) backends.Status {
+// declared service runs the replicas its compose file declares (replicas;
+// a service it does not name, the engine's desired count), degraded when
+// one falls below, stopped when none runs. The engine's desired count is
+// not the measure where the file's is known: `docker service scale
+// web=0` lowers it, and the stack would still look as asked while it no
+// longer runs what the configuration says. More replicas than declared
+// count as running: nothing the file asks for is missing.
+func status(workspace bool, seen []service, declared []string, replicas map[string]int) backends.Status {
 	byName := map[string]service{}
 	for _, s := range seen {
 		byName[s.name] = s
@@ -437,10 +493,14 @@ func status(workspace bool, seen []service, declared []string) backends.Status {
 	ready, up := 0, 0
 	for _, name := range declared {
 		s, ok := byName[name]
+		want := s.desired
+		if n, known := replicas[name]; known {
+			want = n
+		}
 		state := stateMissing
 		switch {
 		case !ok:
-		case s.running >= s.desired: // a service scaled to 0 is as asked
+		case s.running >= want: // a service that declares 0 replicas is as asked
 			state = stateRunning
 			ready++
 			up++
@@ -457,15 +517,35 @@ func status(workspace bool, seen []service, declared []string) backends.Status {
 }
 
 // removeStackScript removes the stack's services, networks, secrets and
-// configs and waits, for at most removeWait, until the manager lists none
-// of them and no container of the stack is left on the manager's node
-// (those still there once the services are gone are removed); with
-// volumes, then the stack's volumes on the manager's node too (also those
-// a restore made under the compose project label). `docker stack rm` is
+// configs and waits, for at most wait (in whole seconds), until the
+// manager lists none of them and no task of the stack on any node that is
+// Ready, and no container of the stack is left on the manager's node
+// (those still there once the tasks are gone are removed); with volumes,
+// then the stack's volumes on the manager's node too (also those a
+// restore made under the compose project label). `docker stack rm` is
 // repeated every second: a network whose tasks were still detaching is
-// refused at first. An engine that does not answer fails the script, so
-// the record and workspace that name what to remove stay.
-func removeStackScript(stack string, volumes bool) string {
+// refused at first. Past wait it fails naming what remains. An engine
+// that does not answer fails the script, so the record and workspace that
+// name what to remove stay.
+//
+// Why the tasks, and not the networks, end the wait. After `docker stack
+// rm` each node's agent stops its tasks' containers and reports them shut
+// down; the manager deletes a task once its node reported it so, and only
+// then does that node's agent remove the stopped container. A network
+// leaving the manager's list says less: the manager drops it by its own
+// account of the tasks, not the nodes' (on the three-node harness it went
+// while the manager still listed tasks on it as running). A task the
+// manager no longer lists on a Ready node is one whose container has
+// stopped there and which that node's agent has been told to remove. The
+// removal itself, on a node other than the manager's, is out of the
+// manager's sight: it comes after the task is deleted (the engine's task
+// controller first waits ~2 s for the network's gossip), is reported to
+// nobody, and the manager's API has no view of another node's containers;
+// on the manager's own node the script removes them. Tasks on a node that
+// is not Ready (down, lost) are not waited for: the manager keeps them,
+// meant to be removed, and that node's agent stops and removes them when
+// it comes back.
+func removeStackScript(stack string, volumes bool, wait time.Duration) string {
 	done, withvols := "exit 0", "''"
 	if volumes {
 		withvols = "1"
@@ -474,7 +554,7 @@ func removeStackScript(stack string, volumes bool) string {
 		docker volume rm -f $vols >/dev/null 2>&1`
 	}
 	return fmt.Sprintf(`unanswered() { echo "the swarm manager did not answer: what the stack made may remain" >&2; exit 1; }
-f=%[1]s fc=%[2]s withvols=%[6]s
+f=%[1]s fc=%[2]s withvols=%[6]s vols=
 end=$(( $(date +%%s) + %[5]d ))
 # A host that left the swarm took the stack's services and networks with
 # it: what remains of the stack here is containers and volumes. A worker
@@ -494,34 +574,65 @@ inactive*)
 esac
 i=0
 while :; do
-	objects=$(docker service ls -q --filter "$f" && docker network ls -q --filter "$f" &&
-		docker secret ls -q --filter "$f" && docker config ls -q --filter "$f") || unanswered
+	objects=$(docker service ls --filter "$f" --format 'service {{.Name}}' &&
+		docker network ls --filter "$f" --format 'network {{.Name}}' &&
+		docker secret ls --filter "$f" --format 'secret {{.Name}}' &&
+		docker config ls --filter "$f" --format 'config {{.Name}}') || unanswered
+	nodes=$(docker node ls --format '{{.ID}} {{.Status}}') || unanswered
+	ready=$(echo "$nodes" | while read -r id state; do if [ "$state" = Ready ]; then echo "$id"; fi; done)
+	tasks=
+	# A node that left between the two listings fails node ps: the next
+	# look lists again. (A task of a removed service is named after the
+	# service's id: its image says more.)
+	if [ -n "$ready" ]; then
+		tasks=$(docker node ps --filter "$f" --format 'task {{.Name}} ({{.Image}}) on {{.Node}}: {{.CurrentState}}' $ready) ||
+			tasks="tasks (the manager did not list them)"
+	fi
 	containers=$(docker ps -aq --filter "$f") || unanswered
-	left="$objects $containers"
-	if [ -z "$objects" ] && [ -z "$containers" ]; then
+	if [ -z "$objects$tasks$containers" ]; then
 		%[4]s
-	elif [ -z "$objects" ]; then
+	elif [ -z "$objects$tasks" ]; then
 		docker rm -f -v $containers >/dev/null 2>&1
-	elif [ $((i %% 10)) -eq 0 ]; then
+	elif [ -n "$objects" ] && [ $((i %% 10)) -eq 0 ]; then
 		docker stack rm %[3]s >/dev/null 2>&1
 	fi
 	i=$((i+1))
-	if [ "$(date +%%s)" -ge "$end" ]; then echo "resources of stack "%[3]s" remain: $left $vols" >&2; exit 1; fi
+	if [ "$(date +%%s)" -ge "$end" ]; then
+		# node ps of several nodes may list a task twice.
+		left=$(printf '%%s\n' "$objects" "$(printf '%%s\n' "$tasks" | sort -u)" ${containers:+"containers on the manager's node: $(echo $containers)"} ${vols:+"volumes: $(echo $vols)"} | grep . | tr '\n' ';')
+		echo "resources of stack "%[3]s" remain: ${left%%;}" >&2; exit 1
+	fi
 	sleep 0.1
 done
-`, hosts.Quote("label="+stackLabel+"="+stack), hosts.Quote("label=com.docker.compose.project="+stack), hosts.Quote(stack), done, int(removeWait.Seconds()), withvols)
+`, hosts.Quote("label="+stackLabel+"="+stack), hosts.Quote("label=com.docker.compose.project="+stack), hosts.Quote(stack), done, int(wait.Seconds()), withvols)
 }
 
 // removeWait bounds removeStackScript: within the two minutes a cleanup
 // after a failed create has, so the script says what remains.
 const removeWait = 100 * time.Second
 
+// removeWaitFor is how long removeStackScript may wait within ctx: at most
+// removeWait, and short of ctx's deadline by a margin for the command's
+// round trip and what follows it, so that a removal the deadline cuts
+// short still ends with the script naming what remains rather than with
+// the session cancelled.
+func removeWaitFor(ctx context.Context) time.Duration {
+	wait := removeWait
+	if dl, ok := ctx.Deadline(); ok {
+		wait = min(wait, time.Until(dl)-removeMargin)
+	}
+	return max(wait, time.Second)
+}
+
+const removeMargin = 10 * time.Second
+
 // Teardown removes the stack (services, networks, the manager node's
-// volumes) and waits until they are gone, then the workspace. Already gone
-// is success. The stack is named after the id, never after what a record
-// says.
+// volumes) and waits until they are gone and no task of it remains on any
+// node that is Ready (removeStackScript says what the manager can and
+// cannot see of the nodes), then the workspace. Already gone is success.
+// The stack is named after the id, never after what a record says.
 func (e *Extension) Teardown(ctx context.Context, h *hosts.Host, sb *backends.Sandbox) error {
-	if err := h.Run(ctx, removeStackScript(StackName(sb.ID), true), nil, nil); err != nil {
+	if err := h.Run(ctx, removeStackScript(StackName(sb.ID), true, removeWaitFor(ctx)), nil, nil); err != nil {
 		return fmt.Errorf("unable to remove the services, networks and volumes of sandbox %s: %w", sb.ID, err)
 	}
 	return backends.RemoveWorkspace(ctx, h, sb.WorkspaceDir, sb.ID)
@@ -542,7 +653,7 @@ func (e *Extension) Unpause(context.Context, *hosts.Host, *backends.Sandbox) err
 // until their tasks are gone: swarm has no stop, and scaling to zero would
 // not stop a global service.
 func (e *Extension) Stop(ctx context.Context, h *hosts.Host, sb *backends.Sandbox) error {
-	if err := h.Run(ctx, removeStackScript(StackName(sb.ID), false), nil, nil); err != nil {
+	if err := h.Run(ctx, removeStackScript(StackName(sb.ID), false, removeWaitFor(ctx)), nil, nil); err != nil {
 		return fmt.Errorf("unable to stop sandbox %s: %w", sb.ID, err)
 	}
 	return nil

@@ -1,15 +1,19 @@
 package swarm
 
 import (
+	"context"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/backends"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/catalog"
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/composefile"
 )
 
 func repoWith(t *testing.T, compose string) map[string]string {
@@ -164,11 +168,103 @@ func TestParseServicesAndStatus(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			st := status(c.workspace, parseServices(c.out, "sbx-a"), []string{"db", "web"})
+			// A record without declared replicas (written before them):
+			// the engine's desired count is the measure.
+			st := status(c.workspace, parseServices(c.out, "sbx-a"), []string{"db", "web"}, nil)
 			if st.State != c.want {
 				t.Fatalf("state %s, want %s (%s)", st.State, c.want, backends.Describe(st.Services))
 			}
 		})
+	}
+}
+
+// With the replicas the compose file declares in the record, a service
+// scaled out of band is measured against the file, not against the
+// engine's new desired count.
+func TestStatusAgainstDeclaredReplicas(t *testing.T) {
+	declared := map[string]int{"web": 2, "db": 1}
+	cases := []struct {
+		name     string
+		out      string
+		replicas map[string]int
+		want     string
+		services string
+	}{
+		{"as declared", svcOutput("Ready", "s1 n1 running", "s1 n2 running", "s2 n2 running"), declared,
+			backends.StatusReady, "db=running, web=running"},
+		{"web scaled to 0", "service|sbx-a_web|0/0\nservice|sbx-a_db|1/1\nid|s1|sbx-a_web\nid|s2|sbx-a_db\nnode|n1|Ready\ntask|s2|n1|running\n", declared,
+			backends.StatusDegraded, "db=running, web=stopped"},
+		{"web scaled to 1", "service|sbx-a_web|1/1\nservice|sbx-a_db|1/1\nid|s1|sbx-a_web\nid|s2|sbx-a_db\nnode|n1|Ready\ntask|s1|n1|running\ntask|s2|n1|running\n", declared,
+			backends.StatusDegraded, "db=running, web=partial"},
+		{"everything scaled to 0", "service|sbx-a_web|0/0\nservice|sbx-a_db|0/0\nid|s1|sbx-a_web\nid|s2|sbx-a_db\nnode|n1|Ready\n", declared,
+			backends.StatusStopped, "db=stopped, web=stopped"},
+		{"scaled up: nothing declared is missing", "service|sbx-a_web|3/3\nservice|sbx-a_db|1/1\nid|s1|sbx-a_web\nid|s2|sbx-a_db\nnode|n1|Ready\n" +
+			"task|s1|n1|running\ntask|s1|n1|running\ntask|s1|n1|running\ntask|s2|n1|running\n", declared,
+			backends.StatusReady, "db=running, web=running"},
+		{"declared 0 replicas", "service|sbx-a_web|0/0\nservice|sbx-a_db|1/1\nid|s2|sbx-a_db\nnode|n1|Ready\ntask|s2|n1|running\n",
+			map[string]int{"web": 0, "db": 1}, backends.StatusReady, "db=running, web=running"},
+		// web is global: the record names no replicas for it, and the
+		// engine's count (one per eligible node) is the measure.
+		{"global service", "service|sbx-a_web|2/3\nservice|sbx-a_db|1/1\nid|s1|sbx-a_web\nid|s2|sbx-a_db\nnode|n1|Ready\nnode|n2|Ready\n" +
+			"task|s1|n1|running\ntask|s1|n2|running\ntask|s2|n1|running\n", map[string]int{"db": 1},
+			backends.StatusDegraded, "db=running, web=partial"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			st := status(true, parseServices(c.out, "sbx-a"), []string{"db", "web"}, c.replicas)
+			if st.State != c.want || backends.Describe(st.Services) != c.services {
+				t.Fatalf("state %s (%s), want %s (%s)", st.State, backends.Describe(st.Services), c.want, c.services)
+			}
+		})
+	}
+}
+
+// The replicas a compose file declares: deploy.replicas, 1 when unset
+// (also with a deploy block without replicas), none for a global service.
+func TestDeclaredReplicas(t *testing.T) {
+	inputs := repoWith(t, `services:
+  plain:
+    image: busybox
+  two:
+    image: busybox
+    deploy:
+      replicas: 2
+  zero:
+    image: busybox
+    deploy:
+      mode: replicated
+      replicas: 0
+  placed:
+    image: busybox
+    deploy:
+      placement:
+        constraints: ["node.role == manager"]
+  everywhere:
+    image: busybox
+    deploy:
+      mode: global
+  fromenv:
+    image: busybox
+    deploy:
+      replicas: ${N}
+`)
+	l, err := composefile.Load(inputs, map[string]string{"N": "3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := declaredReplicas(l.Project)
+	want := map[string]int{"plain": 1, "two": 2, "zero": 0, "placed": 1, "fromenv": 3}
+	if !maps.Equal(got, want) {
+		t.Fatalf("declared %v, want %v", got, want)
+	}
+}
+
+// A restore reads the services and their replicas from what the manager
+// deployed from the restored compose file.
+func TestParseDeployed(t *testing.T) {
+	services, replicas := parseDeployed("sbx-a_web|2\nsbx-a_db|1\nsbx-a_agent|\nsbx-ab_web|5\nsbx-a_|1\nnoise\n", "sbx-a")
+	if strings.Join(services, ",") != "agent,db,web" || !maps.Equal(replicas, map[string]int{"web": 2, "db": 1}) {
+		t.Fatalf("services %v, replicas %v", services, replicas)
 	}
 }
 
@@ -197,9 +293,10 @@ func TestScriptsParse(t *testing.T) {
 	sb := &backends.Sandbox{ID: "a", ComposeProject: "sbx-a", ComposeFile: "compose.yaml", WorkspaceDir: "/w/a b"}
 	for name, script := range map[string]string{
 		"deploy":         deployScript(sb),
-		"remove":         removeStackScript("sbx-a", true),
-		"remove, no vol": removeStackScript("sbx-a", false),
+		"remove":         removeStackScript("sbx-a", true, removeWait),
+		"remove, no vol": removeStackScript("sbx-a", false, removeWait),
 		"services":       servicesScript(sb),
+		"deployed":       deployedServicesScript("sbx-a"),
 	} {
 		out, err := exec.Command("sh", "-n", "-c", script).CombinedOutput()
 		if err != nil {
@@ -230,5 +327,24 @@ func TestDotEnvExport(t *testing.T) {
 		if string(out) != want {
 			t.Errorf("%s exported\n%q, want\n%q", sh, out, want)
 		}
+	}
+}
+
+// The removal waits removeWait at most, less within a context whose
+// deadline is nearer, so that the script says what remains before the
+// context cuts its session.
+func TestRemoveWaitFor(t *testing.T) {
+	if got := removeWaitFor(context.Background()); got != removeWait {
+		t.Errorf("without a deadline: %s", got)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+	defer cancel()
+	if got := removeWaitFor(ctx); got > 40*time.Second-removeMargin || got < 25*time.Second {
+		t.Errorf("within 40 s: %s", got)
+	}
+	ctx, cancel = context.WithTimeout(context.Background(), removeMargin/2)
+	defer cancel()
+	if got := removeWaitFor(ctx); got != time.Second {
+		t.Errorf("within %s: %s", removeMargin/2, got)
 	}
 }
