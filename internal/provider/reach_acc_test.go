@@ -78,10 +78,11 @@ func TestAccSandbox_composeCopiesSideBySide(t *testing.T) {
 	repo := reachableRepo(t, testharness.Image(t))
 	config := h.providerConfig(t) + fmt.Sprintf(`
 resource "sandboxer_sandbox" "copy" {
-  count   = 2
-  profile = "profile.compose-e2e"
-  host    = "harness"
-  inputs  = { repo = %q }
+  count          = 2
+  profile        = "profile.compose-e2e"
+  host           = "harness"
+  inputs         = { repo = %q }
+  wait_for_ports = true
 }
 
 output "web" {

@@ -266,7 +266,7 @@ func (e *Extension) Provision(ctx context.Context, req backends.Request) (*backe
 		ID: req.ID, Host: req.Host.Host(), Profile: req.Profile.Name, Extension: Name,
 		Inputs: req.Inputs, Labels: req.Labels, WorkspaceDir: ws,
 		ComposeProject: ProjectName(req.ID), ComposeFile: file, SourceHash: req.SourceHash,
-		CreatedAt: e.Now().UTC(), PublishedPorts: portsMode(req.PublishedPorts),
+		CreatedAt: e.Now().UTC(), PublishedPorts: portsMode(req.PublishedPorts), WaitForPorts: req.WaitForPorts,
 		// Known before anything is made, so that a create cut off after
 		// `compose up` leaves a record whose teardown reads the same file.
 		Rendered: st.loaded != nil || fromSnapshot,
@@ -379,8 +379,14 @@ func (e *Extension) WaitReady(ctx context.Context, h *hosts.Host, sb *backends.S
 		} else if st, err = e.status(ctx, h, sb, compose); err != nil {
 			return backends.Status{}, err
 		}
+		var silent *silentPort
 		if st.State == backends.StatusReady {
-			return st, nil
+			if !sb.WaitForPorts {
+				return st, nil
+			}
+			if silent = e.silentPort(ctx, h, sb, st); silent == nil {
+				return st, nil
+			}
 		}
 		for _, s := range st.Services {
 			if s.State == "exited" || s.State == "dead" {
@@ -390,6 +396,13 @@ func (e *Extension) WaitReady(ctx context.Context, h *hosts.Host, sb *backends.S
 		}
 		select {
 		case <-ctx.Done():
+			if silent != nil {
+				dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
+				logs, _ := hosts.Output(dctx, h, inWorkspace(sb, compose, "logs", "--no-color", "--tail", "20", silent.service))
+				cancel()
+				return backends.Status{}, fmt.Errorf("sandbox %s was not ready in time: service %q never accepted a connection on port %d/tcp "+
+					"(wait_for_ports; last try: %v); last log lines:\n%s", sb.ID, silent.service, silent.port, silent.err, tail(string(logs), 2000))
+			}
 			return backends.Status{}, fmt.Errorf("sandbox %s was not ready in time (services: %s): %w", sb.ID, backends.Describe(st.Services), ctx.Err())
 		case <-time.After(wait):
 		}

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/backends"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/hosts"
@@ -74,7 +75,7 @@ func pickServiceIP(out, project string) (string, error) {
 		}
 		// Own networks first, then others (external ones); IPv4 before IPv6.
 		slices.SortStableFunc(nets, func(a, b string) int {
-			return boolOrder(!strings.HasPrefix(a, project+"_")) - boolOrder(!strings.HasPrefix(b, project+"_"))
+			return boolOrder(!ownNetwork(a, project)) - boolOrder(!ownNetwork(b, project))
 		})
 		for _, family := range []int{1, 2} {
 			for _, n := range nets {
@@ -91,9 +92,56 @@ func pickServiceIP(out, project string) (string, error) {
 	return "", fmt.Errorf("is not running (its container is %s): start it to open a tunnel to it", strings.Join(states, ", "))
 }
 
+// ownNetwork reports whether a network (as "name=ipv4=ipv6") is one the
+// project made: compose names it <project>_<key>, a fixed name is scoped as
+// <project>-<name> (composefile.ScopedName).
+func ownNetwork(n, project string) bool {
+	return strings.HasPrefix(n, project+"_") || strings.HasPrefix(n, project+"-")
+}
+
 func boolOrder(b bool) int {
 	if b {
 		return 1
 	}
 	return 0
+}
+
+// silentPort is a published TCP port whose service does not accept a
+// connection yet (wait_for_ports).
+type silentPort struct {
+	service string
+	port    int
+	err     error
+}
+
+// portProbeTimeout bounds one connection attempt of wait_for_ports: a
+// service that accepts does so at once; a slow answer is tried again.
+const portProbeTimeout = 2 * time.Second
+
+// silentPort connects to each published TCP port of st's services, from
+// the host to the service's container (as a tunnel does): a published
+// port itself is accepted by the engine's proxy whether or not the
+// service listens, so only the container's own address says the service
+// answers. nil when every port accepts.
+func (e *Extension) silentPort(ctx context.Context, h *hosts.Host, sb *backends.Sandbox, st backends.Status) *silentPort {
+	for _, s := range st.Services {
+		for _, p := range s.Ports {
+			if p.Protocol != "tcp" {
+				continue
+			}
+			addr, err := e.ServiceAddress(ctx, h, sb, s.Name, p.Target)
+			if err == nil {
+				pctx, cancel := context.WithTimeout(ctx, portProbeTimeout)
+				var conn net.Conn
+				if conn, err = h.Dial(pctx, "tcp", addr); err == nil {
+					_ = conn.Close()
+				}
+				cancel()
+			}
+			if err != nil {
+				return &silentPort{service: s.Name, port: p.Target, err: err}
+			}
+		}
+	}
+	return nil
 }
