@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/checkpoint"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/hosts"
 )
 
@@ -167,4 +168,23 @@ func DotEnv(env map[string]string) string {
 		fmt.Fprintf(&b, "%s=%s\n", k, env[k])
 	}
 	return b.String()
+}
+
+// RenderedFile is where a compose sandbox's rendered compose file
+// (composefile.Isolate) is written: beside the compose file, so that
+// relative paths, the .env and extends resolve as they do for the file
+// itself, with compose v1 and v2 (and `docker stack deploy`) alike. Its
+// name is reserved: checkpoints neither capture nor prune it.
+func RenderedFile(composeFile string) string {
+	dir, base := path.Split(composeFile)
+	return dir + checkpoint.ReservedPrefix + base
+}
+
+// ComposeFileOf is the compose file a sandbox's stack runs from, relative
+// to its workspace: the rendered one when it has one.
+func ComposeFileOf(sb *Sandbox) string {
+	if sb.Rendered {
+		return RenderedFile(sb.ComposeFile)
+	}
+	return sb.ComposeFile
 }

@@ -51,9 +51,12 @@ func swarmRepo(t *testing.T, managerID string, pinnedOnly bool) string {
 	loop := `["sh", "-c", "trap 'exit 0' TERM; while true; do sleep 1; done"]`
 	compose := "services:\n"
 	if !pinnedOnly {
+		// A fixed published port, as people write it: each sandbox gets
+		// a port of the swarm's own range instead.
 		compose += `  web:
     image: ` + testharness.Image(t) + `
     command: ` + loop + `
+    ports: ["8088:80"]
     healthcheck:
       test: ["CMD", "true"]
       interval: 1s
@@ -249,6 +252,7 @@ resource "sandboxer_restore" "fresh" {
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue("sandboxer_sandbox.stack", tfjsonpath.New("status"), knownvalue.StringExact("ready")),
 					statecheck.ExpectKnownValue("sandboxer_sandbox.stack", tfjsonpath.New("extension"), knownvalue.StringExact("ext.swarm")),
+					statecheck.ExpectKnownValue("sandboxer_sandbox.stack", tfjsonpath.New("endpoints").AtMapKey("web:80"), knownvalue.StringRegexp(regexp.MustCompile(`:3[0-2]\d{3}$`))),
 					statecheck.ExpectKnownValue("data.sandboxer_host_inventory.manager", tfjsonpath.New("swarm_nodes"), knownvalue.ListSizeExact(3)),
 					statecheck.ExpectKnownValue("data.sandboxer_host_inventory.manager", tfjsonpath.New("sandboxes").AtSliceIndex(0).AtMapKey("status"), knownvalue.StringExact("ready")),
 				},

@@ -9,14 +9,12 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"path"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/backends"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/catalog"
-	"github.com/sand-boxer/terraform-provider-sandboxer/internal/checkpoint"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/composefile"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/hosts"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/safepath"
@@ -190,36 +188,18 @@ func engine(compose []string) string {
 
 // inWorkspace builds `cd WS && <compose> -p PROJECT -f FILE [-f OVERRIDE] args...`.
 func inWorkspace(sb *backends.Sandbox, compose []string, args ...string) string {
-	argv := append(append([]string{}, compose...), "-p", sb.ComposeProject, "-f", composeFileOf(sb))
+	argv := append(append([]string{}, compose...), "-p", sb.ComposeProject, "-f", backends.ComposeFileOf(sb))
 	if sb.NetworkOverride {
 		argv = append(argv, "-f", overrideFor(sb))
 	}
 	return "cd -- " + hosts.Quote(sb.WorkspaceDir) + " && " + hosts.Command(append(argv, args...)...)
 }
 
-// composeFileOf is the compose file compose runs for sb, relative to its
-// workspace: the rendered one when the sandbox has one.
-func composeFileOf(sb *backends.Sandbox) string {
-	if sb.Rendered {
-		return renderedFile(sb.ComposeFile)
-	}
-	return sb.ComposeFile
-}
-
-// renderedFile is where a compose file's rendering (composefile.Isolate)
-// is written: beside it, so that relative paths, the .env and extends
-// resolve as they do for the file itself, with compose v1 and v2 alike.
-// Its name is reserved: checkpoints neither capture nor prune it.
-func renderedFile(composeFile string) string {
-	dir, base := path.Split(composeFile)
-	return dir + checkpoint.ReservedPrefix + base
-}
-
 // writeRenderedScript writes the rendered compose file; its content is in
 // the script itself (a few KiB), so the command that writes it is the one
 // that runs `compose up`.
 func writeRenderedScript(sb *backends.Sandbox, rendered []byte) string {
-	file := hosts.Quote(sb.WorkspaceDir + "/" + renderedFile(sb.ComposeFile))
+	file := hosts.Quote(sb.WorkspaceDir + "/" + backends.RenderedFile(sb.ComposeFile))
 	return fmt.Sprintf("printf '%%s' %s > %s.tmp.$$ && mv -f -- %[2]s.tmp.$$ %[2]s || exit 1\n", hosts.Quote(string(rendered)), file)
 }
 
@@ -549,7 +529,7 @@ func (e *Extension) Teardown(ctx context.Context, h *hosts.Host, sb *backends.Sa
 		down := &backends.Sandbox{WorkspaceDir: sb.WorkspaceDir, ComposeProject: project, ComposeFile: sb.ComposeFile, ID: sb.ID,
 			NetworkOverride: sb.NetworkOverride, Rendered: sb.Rendered}
 		fmt.Fprintf(&script, "if test -f %s; then %s >/dev/null 2>&1 || true; fi\n",
-			hosts.Quote(sb.WorkspaceDir+"/"+composeFileOf(down)), inWorkspace(down, compose, "down", "--volumes", "--remove-orphans", "--timeout", "5"))
+			hosts.Quote(sb.WorkspaceDir+"/"+backends.ComposeFileOf(down)), inWorkspace(down, compose, "down", "--volumes", "--remove-orphans", "--timeout", "5"))
 	}
 	// An engine that does not answer (stopped, restarting) lists nothing:
 	// every listing must succeed, or nothing is known to be gone and the

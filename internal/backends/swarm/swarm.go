@@ -6,6 +6,7 @@
 package swarm
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -62,12 +63,12 @@ func (e *Extension) Validate(_ *catalog.Profile, inputs map[string]string) error
 // Plan loads the compose file as compose-go resolves it and refuses what
 // `docker stack deploy` ignores or rejects, so the plan says it rather than
 // a stack that runs differently from its file.
-func (e *Extension) Plan(_ *catalog.Profile, inputs, env map[string]string, _ backends.PlanOptions) (backends.Plan, error) {
+func (e *Extension) Plan(_ *catalog.Profile, inputs, env map[string]string, opts backends.PlanOptions) (backends.Plan, error) {
 	l, err := composefile.Load(inputs, env)
 	if err != nil {
 		return backends.Plan{}, err
 	}
-	return check(l)
+	return check(l, opts.PublishedPorts != backends.PortsAsWritten)
 }
 
 // stackKeys and serviceKeys are what `docker stack deploy` accepts: it
@@ -91,7 +92,7 @@ func keySet(words string) map[string]bool {
 	return set
 }
 
-func check(l *composefile.Loaded) (backends.Plan, error) {
+func check(l *composefile.Loaded, freePorts bool) (backends.Plan, error) {
 	p := l.Project
 	var plan backends.Plan
 	var errs []error
@@ -139,7 +140,13 @@ func check(l *composefile.Loaded) (backends.Plan, error) {
 				"service %q is a %s: a job completes and stops, and a sandbox is ready only while its services run; run it as a step of the pipeline instead", name, d.Mode))
 		}
 		for _, port := range svc.Ports {
-			if port.Published != "" {
+			switch {
+			case port.Published == "":
+			case freePorts && !l.PortsFromExtends(name):
+				plan.Warnings = append(plan.Warnings, backends.Finding{Summary: "Published Ports Get Free Host Ports", Detail: fmt.Sprintf("%s: service %q publishes %s:%d: "+
+					"each sandbox gets a free port of the swarm's own range for it instead, on every node, found in endpoints[%q]",
+					l.Ref("services", name, "ports"), name, port.Published, port.Target, backends.EndpointKey(name, int(port.Target), port.Protocol))})
+			default:
 				plan.Warnings = append(plan.Warnings, backends.Finding{Summary: "Port Published on Every Swarm Node", Detail: fmt.Sprintf("%s: service %q publishes port %s on every node of the swarm (ingress): "+
 					"a second sandbox of this stack cannot deploy while this one runs", l.Ref("services", name, "ports"), name, port.Published)})
 			}
@@ -216,7 +223,7 @@ func deployScript(sb *backends.Sandbox) string {
 	// WaitReady does, with the sandbox's timeout. Older CLIs do not wait.
 	return "cd -- " + hosts.Quote(sb.WorkspaceDir) + " || exit 1\n" + dotEnvExport +
 		"detach=; if docker stack deploy --help 2>/dev/null | grep -q -e '--detach'; then detach=--detach=true; fi\n" +
-		hosts.Command("docker", "stack", "deploy", "--compose-file", sb.ComposeFile, "--with-registry-auth=false",
+		hosts.Command("docker", "stack", "deploy", "--compose-file", backends.ComposeFileOf(sb), "--with-registry-auth=false",
 			"--prune", "--resolve-image", "never") + " $detach " + hosts.Quote(StackName(sb.ID)) + " >/dev/null\n"
 }
 
@@ -241,15 +248,22 @@ func (e *Extension) Provision(ctx context.Context, req backends.Request) (*backe
 	file := req.Inputs["compose_file"]
 	var plan backends.Plan
 	var replicas map[string]int
+	var rendered []byte
+	freePorts := req.PublishedPorts != backends.PortsAsWritten
 	if !fromSnapshot {
 		l, err := composefile.Load(req.Inputs, req.Env)
 		if err != nil {
 			return nil, err
 		}
-		if plan, err = check(l); err != nil {
+		if plan, err = check(l, freePorts); err != nil {
 			return nil, err
 		}
 		replicas = declaredReplicas(l.Project)
+		// Published ports without a host port get one from the swarm's
+		// own range (30000-32767) on every node; fixed names are scoped.
+		if rendered, err = l.Isolate(composefile.IsolateOptions{Project: StackName(req.ID), FreePorts: freePorts}); err != nil {
+			return nil, err
+		}
 		if file, err = composefile.Find(req.Inputs); err != nil {
 			return nil, err
 		}
@@ -266,6 +280,10 @@ func (e *Extension) Provision(ctx context.Context, req backends.Request) (*backe
 		Inputs: req.Inputs, Labels: req.Labels, WorkspaceDir: ws,
 		ComposeProject: StackName(req.ID), ComposeFile: file, SourceHash: req.SourceHash,
 		CreatedAt: e.Now().UTC(), Services: plan.Services, Replicas: replicas,
+		Rendered: rendered != nil, PublishedPorts: backends.PortsFree,
+	}
+	if !freePorts {
+		sb.PublishedPorts = backends.PortsAsWritten
 	}
 	fail := func(err error) (*backends.Sandbox, error) {
 		return nil, backends.CleanUpAfter(ctx, err, req.Host, sb.ID, func(ctx context.Context) error {
@@ -286,6 +304,11 @@ func (e *Extension) Provision(ctx context.Context, req backends.Request) (*backe
 	}
 	if fromSnapshot {
 		if sb.ComposeFile, err = restoredComposeFile(ctx, req.Host, sb, file); err != nil {
+			return fail(err)
+		}
+	}
+	if rendered != nil {
+		if err := hosts.WriteFile(ctx, req.Host, sb.WorkspaceDir+"/"+backends.RenderedFile(sb.ComposeFile), rendered, 0o644); err != nil {
 			return fail(err)
 		}
 	}
@@ -413,7 +436,7 @@ svc=$(docker service ls --filter "$f" --format 'service|{{.Name}}|{{.Replicas}}'
 [ -n "$svc" ] || exit 0
 echo "$svc"
 ids=$(docker service ls -q --filter "$f") || exit 1
-docker service inspect --format 'id|{{.ID}}|{{.Spec.Name}}' $ids || exit 1
+docker service inspect --format 'id|{{.ID}}|{{.Spec.Name}}|{{range .Endpoint.Ports}}{{.TargetPort}}/{{.Protocol}}={{.PublishedPort}} {{end}}' $ids || exit 1
 docker node ls --format 'node|{{.ID}}|{{.Status}}' || exit 1
 tasks=$(docker service ps -q --no-trunc --filter desired-state=running $ids) || exit 1
 # A task replaced between the listing and here is left out: counted again
@@ -425,6 +448,7 @@ tasks=$(docker service ps -q --no-trunc --filter desired-state=running $ids) || 
 type service struct {
 	name             string
 	running, desired int
+	ports            []backends.Port // published on every node (ingress)
 }
 
 // parseServices reads servicesScript's lines. A service's desired count is
@@ -437,6 +461,7 @@ func parseServices(out, stack string) []service {
 	ids := map[string]string{}  // service id -> name
 	ready := map[string]bool{}  // node id -> ready
 	running := map[string]int{} // service name -> running tasks
+	ports := map[string][]backends.Port{}
 	var tasks [][]string
 	for line := range strings.Lines(out) {
 		f := strings.Split(strings.TrimSpace(line), "|")
@@ -449,8 +474,11 @@ func parseServices(out, stack string) []service {
 			if ok && ok2 && err == nil {
 				list = append(list, service{name: name, desired: desired})
 			}
-		case f[0] == "id" && len(f) == 3:
+		case f[0] == "id" && len(f) >= 3:
 			ids[f[1]] = strings.TrimPrefix(f[2], stack+"_")
+			if len(f) == 4 {
+				ports[ids[f[1]]] = parseIngressPorts(f[3])
+			}
 		case f[0] == "node" && len(f) == 3:
 			ready[f[1]] = f[2] == "Ready"
 		case f[0] == "task" && len(f) == 4:
@@ -464,8 +492,27 @@ func parseServices(out, stack string) []service {
 	}
 	for i := range list {
 		list[i].running = running[list[i].name]
+		list[i].ports = ports[list[i].name]
 	}
 	return list
+}
+
+// parseIngressPorts reads a service's published ports as servicesScript
+// prints them ("80/tcp=30000 53/udp=30001 "): the swarm publishes each on
+// every node's interfaces.
+func parseIngressPorts(s string) []backends.Port {
+	var out []backends.Port
+	for _, p := range strings.Fields(s) {
+		target, published, ok := strings.Cut(p, "=")
+		t, proto, _ := strings.Cut(target, "/")
+		tn, err1 := strconv.Atoi(t)
+		pn, err2 := strconv.Atoi(published)
+		if ok && err1 == nil && err2 == nil && pn > 0 {
+			out = append(out, backends.Port{Target: tn, Protocol: proto, HostIP: "0.0.0.0", Published: pn})
+		}
+	}
+	slices.SortFunc(out, func(a, b backends.Port) int { return cmp.Or(cmp.Compare(a.Target, b.Target), cmp.Compare(a.Protocol, b.Protocol)) })
+	return out
 }
 
 // Service states in Status.Services.
@@ -510,7 +557,7 @@ func status(workspace bool, seen []service, declared []string, replicas map[stri
 		default:
 			state = stateStopped
 		}
-		st.Services = append(st.Services, backends.ServiceState{Name: name, State: state})
+		st.Services = append(st.Services, backends.ServiceState{Name: name, State: state, Ports: s.ports})
 	}
 	st.State = backends.SandboxState(workspace, len(declared), ready, up)
 	return st

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -117,12 +118,17 @@ volumes:
 		t.Fatalf("services %s", got)
 	}
 	all := fmt.Sprint(plan.Warnings)
-	if !strings.Contains(all, `service "web" publishes port 8080`) || !strings.Contains(all, `service "db" mounts volume "data" but is not pinned`) ||
+	if !strings.Contains(all, `service "web" publishes 8080:80: each sandbox gets a free port`) || !strings.Contains(all, `service "db" mounts volume "data" but is not pinned`) ||
 		!strings.Contains(all, `service "web" has build: swarm does not build it, the nodes run image "busybox"`) {
 		t.Fatalf("warnings:\n%s", all)
 	}
 	if strings.Contains(all, `"cache"`) {
 		t.Fatalf("a pinned service's volume is warned about:\n%s", all)
+	}
+	// As written, the fixed port collides across sandboxes on the swarm.
+	plan, err = New().Plan(profile(t), inputs, nil, backends.PlanOptions{PublishedPorts: backends.PortsAsWritten})
+	if err != nil || !strings.Contains(fmt.Sprint(plan.Warnings), `service "web" publishes port 8080 on every node`) {
+		t.Fatalf("as written: %v %v", plan.Warnings, err)
 	}
 }
 
@@ -137,7 +143,7 @@ func TestPlanNeedsRepo(t *testing.T) {
 // ("service node state").
 func svcOutput(n2 string, tasks ...string) string {
 	out := "service|sbx-a_web|2/2 (max 1 per node)\nservice|sbx-a_db|1/1\nservice|sbx-ab_web|3/3\n" +
-		"id|s1|sbx-a_web\nid|s2|sbx-a_db\nnode|n1|Ready\nnode|n2|" + n2 + "\nnoise\n"
+		"id|s1|sbx-a_web|80/tcp=30001 53/udp=30002 \nid|s2|sbx-a_db|\nnode|n1|Ready\nnode|n2|" + n2 + "\nnoise\n"
 	for _, t := range tasks {
 		out += "task|" + strings.ReplaceAll(t, " ", "|") + "\n"
 	}
@@ -146,7 +152,8 @@ func svcOutput(n2 string, tasks ...string) string {
 
 func TestParseServicesAndStatus(t *testing.T) {
 	got := parseServices(svcOutput("Ready", "s1 n1 running", "s1 n2 running", "s2 n1 starting"), "sbx-a")
-	if len(got) != 2 || got[0] != (service{"web", 2, 2}) || got[1] != (service{"db", 0, 1}) {
+	webPorts := []backends.Port{{Target: 53, Protocol: "udp", HostIP: "0.0.0.0", Published: 30002}, {Target: 80, Protocol: "tcp", HostIP: "0.0.0.0", Published: 30001}}
+	if len(got) != 2 || !reflect.DeepEqual(got[0], service{"web", 2, 2, webPorts}) || !reflect.DeepEqual(got[1], service{"db", 0, 1, nil}) {
 		t.Fatalf("parsed %+v", got)
 	}
 	cases := []struct {
