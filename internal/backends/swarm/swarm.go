@@ -511,7 +511,9 @@ func parseIngressPorts(s string) []backends.Port {
 			out = append(out, backends.Port{Target: tn, Protocol: proto, HostIP: "0.0.0.0", Published: pn})
 		}
 	}
-	slices.SortFunc(out, func(a, b backends.Port) int { return cmp.Or(cmp.Compare(a.Target, b.Target), cmp.Compare(a.Protocol, b.Protocol)) })
+	slices.SortFunc(out, func(a, b backends.Port) int {
+		return cmp.Or(cmp.Compare(a.Target, b.Target), cmp.Compare(a.Protocol, b.Protocol))
+	})
 	return out
 }
 
