@@ -14,7 +14,7 @@
 # ~/.local/share/sandboxer/.sandboxer/store).
 
 terraform {
-  required_version = ">= 1.8"
+  required_version = ">= 1.11"
 
   required_providers {
     sandboxer = {

@@ -17,7 +17,7 @@
 # adds a profile. Their data sources below show where each came from.
 
 terraform {
-  required_version = ">= 1.8"
+  required_version = ">= 1.11"
 
   required_providers {
     sandboxer = {

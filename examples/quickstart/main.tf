@@ -8,7 +8,7 @@
 #   terraform destroy     # removes the workspace directory again
 
 terraform {
-  required_version = ">= 1.8"
+  required_version = ">= 1.11"
 
   required_providers {
     sandboxer = {

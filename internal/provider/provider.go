@@ -5,6 +5,7 @@ package provider
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"net"
@@ -101,7 +102,11 @@ type sshModel struct {
 
 // providerData is what resources and data sources receive in Configure.
 type providerData struct {
-	hosts       map[string]*hosts.Host
+	hosts map[string]*hosts.Host
+	// unusable are host blocks whose configuration is broken (a key file
+	// that cannot be read, say): a plan that does not use them goes on
+	// with a warning, and whatever uses one fails naming the attribute.
+	unusable    map[string]error
 	placer      *placer // host pools
 	defaultHost string
 	catalog     *catalog.Catalog
@@ -160,6 +165,9 @@ func providerDataFrom(pd any, diags *diag.Diagnostics) *providerData {
 func (d *providerData) host(name string) (*hosts.Host, error) {
 	if h, ok := d.hosts[name]; ok {
 		return h, nil
+	}
+	if err, ok := d.unusable[name]; ok {
+		return nil, err
 	}
 	names := slices.Sorted(maps.Keys(d.hosts))
 	return nil, fmt.Errorf("host %q is not declared in the provider block; declared hosts: %s", name, strings.Join(names, ", "))
@@ -291,6 +299,7 @@ func (p *SandboxerProvider) Configure(ctx context.Context, req provider.Configur
 	compose := composessh.New(stringOr(cfg.ComposeCommand, os.Getenv("SANDBOXER_COMPOSE_CMD")))
 	data := &providerData{
 		hosts:       map[string]*hosts.Host{catalog.LocalHost: localHost(catalog.LocalHost, "")},
+		unusable:    map[string]error{},
 		defaultHost: stringOr(cfg.DefaultHost, os.Getenv("SANDBOXER_HOST")),
 		catalog:     cat,
 		registry:    newRegistry(compose),
@@ -313,7 +322,15 @@ func (p *SandboxerProvider) Configure(ctx context.Context, req provider.Configur
 		seen[name] = true
 		h, err := buildTransport(hm)
 		if err != nil {
-			resp.Diagnostics.AddAttributeError(at, "Unable to Configure Host", err.Error())
+			where := fmt.Sprintf("host[%d]", i)
+			var ae *attrError
+			if errors.As(err, &ae) {
+				where += "." + ae.attr
+				at = at.AtName(strings.Split(ae.attr, ".")[0])
+			}
+			data.unusable[name] = fmt.Errorf("host %q cannot be used: its block in the provider configuration (%s) is broken: %w", name, where, err)
+			resp.Diagnostics.AddAttributeWarning(at, "Host Not Usable",
+				fmt.Sprintf("%v\n\nSandboxes, snapshots and data sources on other hosts work; anything on host %q fails until its block (%s) is fixed.", err, name, where))
 			continue
 		}
 		h.PublishAddress = hm.PublishAddress.ValueString()
@@ -378,6 +395,10 @@ func buildTransport(hm hostModel) (*hosts.Host, error) {
 	}
 	if hm.Bastion != nil {
 		b, err := sshConfig(name+" (bastion)", *hm.Bastion)
+		var ae *attrError
+		if errors.As(err, &ae) {
+			return nil, &attrError{"bastion." + ae.attr, ae.err}
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -398,10 +419,20 @@ func buildTransport(hm hostModel) (*hosts.Host, error) {
 	return &hosts.Host{Transport: tr, RootDir: root, EndpointHost: endpoint}, nil
 }
 
+// attrError is a host block's problem with one of its attributes (its
+// name relative to the block, "bastion.private_key_file" for a bastion's).
+type attrError struct {
+	attr string
+	err  error
+}
+
+func (e *attrError) Error() string { return e.err.Error() }
+func (e *attrError) Unwrap() error { return e.err }
+
 func sshConfig(name string, m sshModel) (hosts.SSHConfig, error) {
 	knownHosts, err := safepath.ExpandHome(m.KnownHostsFile.ValueString())
 	if err != nil {
-		return hosts.SSHConfig{}, fmt.Errorf("host %q: known_hosts_file: %w", name, err)
+		return hosts.SSHConfig{}, &attrError{"known_hosts_file", fmt.Errorf("host %q: known_hosts_file: %w", name, err)}
 	}
 	cfg := hosts.SSHConfig{
 		Name:                  name,
@@ -414,17 +445,17 @@ func sshConfig(name string, m sshModel) (hosts.SSHConfig, error) {
 	}
 	switch {
 	case m.PrivateKey.ValueString() != "" && m.PrivateKeyFile.ValueString() != "":
-		return cfg, fmt.Errorf("host %q: set private_key or private_key_file, not both", name)
+		return cfg, &attrError{"private_key_file", fmt.Errorf("host %q: set private_key or private_key_file, not both", name)}
 	case m.PrivateKey.ValueString() != "":
 		cfg.PrivateKey = []byte(m.PrivateKey.ValueString())
 	case m.PrivateKeyFile.ValueString() != "":
 		file, err := safepath.ExpandHome(m.PrivateKeyFile.ValueString())
 		if err != nil {
-			return cfg, fmt.Errorf("host %q: private_key_file: %w", name, err)
+			return cfg, &attrError{"private_key_file", fmt.Errorf("host %q: private_key_file: %w", name, err)}
 		}
 		key, err := os.ReadFile(file)
 		if err != nil {
-			return cfg, fmt.Errorf("host %q: unable to read private_key_file: %w", name, err)
+			return cfg, &attrError{"private_key_file", fmt.Errorf("host %q: unable to read private_key_file: %w", name, err)}
 		}
 		cfg.PrivateKey = key
 	}

@@ -47,10 +47,10 @@ func TestUnitSandboxPlan_badInput(t *testing.T) {
 			resource: `profile = "profile.saas-stub"` + "\n" + `ttl = "1h"`,
 			want:     `credits_file`,
 		},
-		"unreadable key": {
+		"unreadable key, on that host": {
 			provider: "host {\n    name = \"keyless\"\n    address = \"127.0.0.1:22\"\n    user = \"root\"\n    private_key_file = \"/nonexistent/id_ed25519\"\n  }",
-			resource: `profile = "profile.workspace"`,
-			want:     `Unable to Configure Host[\s\S]*keyless[\s\S]*unable to read private_key_file`,
+			resource: `profile = "profile.workspace"` + "\n" + `host = "keyless"`,
+			want:     `Unknown Host[\s\S]*"keyless" cannot be used[\s\S]*host\[1\]\.private_key_file[\s\S]*unable to read\s+private_key_file`,
 		},
 	}
 	for name, c := range cases {
@@ -85,4 +85,39 @@ resource "sandboxer_sandbox" "s" {
 
 func compose(repo string) string {
 	return `profile = "profile.compose-e2e"` + "\n" + fmt.Sprintf(`inputs = { repo = %q }`, repo)
+}
+
+// A broken host block fails only what uses it: a plan on other hosts goes
+// on (with a warning naming the block).
+func TestUnitSandboxPlan_brokenHostBlockElsewhere(t *testing.T) {
+	requireCLI(t)
+	root := t.TempDir()
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProviders,
+		Steps: []resource.TestStep{{
+			Config: fmt.Sprintf(`
+provider "sandboxer" {
+  host {
+    name     = "build"
+    local    = true
+    root_dir = %q
+  }
+  host {
+    name             = "keyless"
+    address          = "127.0.0.1:22"
+    user             = "root"
+    private_key_file = "/nonexistent/id_ed25519"
+  }
+}
+
+resource "sandboxer_sandbox" "s" {
+  profile = "profile.workspace"
+  host    = "build"
+}
+`, root),
+			PlanOnly:           true,
+			ExpectNonEmptyPlan: true,
+		}},
+	})
+	rootStaysEmpty(t, root)
 }

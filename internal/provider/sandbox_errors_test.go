@@ -109,9 +109,9 @@ provider "sandboxer" {
     private_key_file = "/nonexistent/id_ed25519"
   }
 }
-` + sandboxConfig("profile.workspace", "local", "{}", "{}"),
+` + sandboxConfig("profile.workspace", "keyless", "{}", "{}"),
 		PlanOnly:    true,
-		ExpectError: wrapped(`Unable to Configure Host[\s\S]*keyless[\s\S]*unable to read private_key_file`),
+		ExpectError: wrapped(`"keyless" cannot be used[\s\S]*host\[0\]\.private_key_file[\s\S]*unable to read private_key_file`),
 	})
 	resource.Test(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },

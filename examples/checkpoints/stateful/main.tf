@@ -10,7 +10,7 @@
 #   terraform apply -var ssh_host=build-1.example.com -var rollback=true
 
 terraform {
-  required_version = ">= 1.8"
+  required_version = ">= 1.11"
 
   required_providers {
     sandboxer = {
