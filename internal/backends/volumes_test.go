@@ -138,3 +138,62 @@ func mustRead(t *testing.T, p string) []byte {
 	}
 	return b
 }
+
+// A volume the compose file names (`name: shared-data`) is the sandbox's
+// own, under compose's name for it: two sandboxes never share it, a
+// checkpoint restored into a new sandbox fills the new one's, and nothing
+// of that fixed name is made on the host.
+func TestVolumeWithAFixedNameIsTheSandboxes(t *testing.T) {
+	testharness.RequireDocker(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	h := testharness.SSHHost(t)
+	reg := backends.NewRegistry(composessh.New(os.Getenv("SANDBOXER_COMPOSE_CMD")))
+	p := profile(t, "profile.compose-checkpoint")
+	fixed := "sbxtest-fixed-" + backends.NewID()
+	repo := t.TempDir()
+	compose := `services:
+  keeper:
+    image: ` + testharness.Image(t) + `
+    command: ["sh", "-c", "trap 'exit 0' TERM; while true; do sleep 1; done"]
+    volumes: ["data:/data"]
+volumes:
+  data:
+    name: ` + fixed + `
+`
+	if err := os.WriteFile(filepath.Join(repo, "compose.yaml"), []byte(compose), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sb, err := reg.Create(ctx, backends.Request{ID: backends.NewID(), Profile: p, Host: h, Inputs: map[string]string{"repo": repo}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = reg.Destroy(context.Background(), h, sb.ID) }() // best-effort; checked below
+	testharness.InVolume(t, sb.ComposeProject+"_data", "echo kept > /v/state")
+	snap, err := reg.Snapshot(ctx, h, backends.SnapshotRequest{ID: "snap-" + sb.ID, SandboxID: sb.ID, Name: "fixed", Profile: p, Sandbox: sb})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nsb, _, err := reg.RestoreNew(ctx, h, snap.ID, backends.Request{ID: backends.NewID(), Profile: p, Host: h})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = reg.Destroy(context.Background(), h, nsb.ID) }() // best-effort; checked below
+	if got := strings.TrimSpace(testharness.InVolume(t, nsb.ComposeProject+"_data", "cat /v/state")); got != "kept" {
+		t.Errorf("the new sandbox's volume holds %q", got)
+	}
+	if out, err := exec.Command("docker", "volume", "ls", "-q", "--filter", "name=^"+fixed+"$").Output(); err != nil || strings.TrimSpace(string(out)) != "" {
+		t.Errorf("a volume of the fixed name exists: %q %v", out, err)
+	}
+	for _, id := range []string{sb.ID, nsb.ID} {
+		if err := reg.Destroy(ctx, h, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if left := testharness.ComposeLeftovers(t, sb.ComposeProject, nsb.ComposeProject); len(left) > 0 {
+		t.Errorf("left: %v", left)
+	}
+	if err := reg.DeleteSnapshot(ctx, h, snap.ID); err != nil {
+		t.Error(err)
+	}
+}

@@ -176,8 +176,7 @@ func DotEnv(env map[string]string) string {
 // itself, with compose v1 and v2 (and `docker stack deploy`) alike. Its
 // name is reserved: checkpoints neither capture nor prune it.
 func RenderedFile(composeFile string) string {
-	dir, base := path.Split(composeFile)
-	return dir + checkpoint.ReservedPrefix + base
+	return path.Dir(composeFile) + "/" + checkpoint.RenderedName
 }
 
 // ComposeFileOf is the compose file a sandbox's stack runs from, relative

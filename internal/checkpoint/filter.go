@@ -36,23 +36,20 @@ func (f Filter) Validate() error {
 }
 
 // ReservedPrefix starts the names of what the provider keeps in a
-// workspace for itself, in any directory: a restore's staging area, a
-// compose sandbox's rendered compose file. They are the sandbox's, not
-// the user's: never captured, never pruned by a restore.
+// workspace for itself: a restore's staging area (at the top), and
+// RenderedName, a compose sandbox's rendered compose file (beside the
+// compose file, in any directory). They are the sandbox's, not the
+// user's: never captured, never pruned by a restore.
 const ReservedPrefix = ".sandboxer-"
 
+// RenderedName is the file name of a compose sandbox's rendered compose
+// file.
+const RenderedName = ReservedPrefix + "compose.yml"
+
 // alwaysExcluded are never captured as files: the workspace .env is secret
-// and captured (with include_env) as env; reserved names are ours.
+// and captured (with include_env) as env; the reserved names are ours.
 func alwaysExcluded(rel string) bool {
-	if rel == ".env" {
-		return true
-	}
-	for _, elem := range strings.Split(rel, "/") {
-		if strings.HasPrefix(elem, ReservedPrefix) {
-			return true
-		}
-	}
-	return false
+	return rel == ".env" || strings.HasPrefix(rel, stagingPrefix) || path.Base(rel) == RenderedName
 }
 
 // Excluded reports whether rel (a file or directory) is excluded.

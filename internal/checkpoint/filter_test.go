@@ -19,6 +19,8 @@ func TestFilter(t *testing.T) {
 		".sandboxer-restore-1/src/x.go": false,
 		// A compose sandbox's rendered compose file, beside the user's.
 		"src/.sandboxer-compose.yml": false,
+		// A user's own file of a similar name is theirs.
+		"src/.sandboxer-notes.txt": true,
 	}
 	for p, want := range cases {
 		if got := f.InScope(p); got != want {

@@ -164,6 +164,9 @@ func LoadFile(repo, file string, env map[string]string) (*Loaded, error) {
 		}
 		opts = append(opts, cli.WithEnv(list))
 	}
+	// The profiles COMPOSE_PROFILES (in that .env or env) turns on: the
+	// host's compose starts those services too.
+	opts = append(opts, cli.WithDefaultProfiles())
 	po, err := cli.NewProjectOptions([]string{path}, opts...)
 	if err != nil {
 		return nil, &FileError{File: path, Msg: err.Error()}

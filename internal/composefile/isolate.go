@@ -1,6 +1,7 @@
 package composefile
 
 import (
+	"bytes"
 	"fmt"
 	"maps"
 	"net/netip"
@@ -44,9 +45,15 @@ type IsolateOptions struct {
 	PublishAddress string
 }
 
-// ScopedName is what a fixed name (container, network, volume) becomes
-// in a sandbox of compose project project.
+// ScopedName is what a fixed container name becomes in a sandbox of
+// compose project project.
 func ScopedName(project, name string) string { return project + "-" + name }
+
+// ScopedResourceName is what a network or volume with a fixed name becomes
+// in a sandbox of project: compose's own name for it, <project>_<key>, so
+// that everything naming it the compose way (a restore filling a new
+// sandbox's volumes) finds it.
+func ScopedResourceName(project, key string) string { return project + "_" + key }
 
 // FromInclude reports whether a service comes from an `include`d file:
 // it is not in the compose file itself, so Isolate cannot rewrite it.
@@ -54,38 +61,80 @@ func (l *Loaded) FromInclude(service string) bool {
 	return l.lines.node("services", service) == nil
 }
 
-// PortsFromExtends reports whether a service's ports come from `extends`
-// without the service listing its own: compose concatenates the ports of
-// both, so rendering cannot drop the extended service's host ports.
+// ResourceFromInclude reports whether a network or volume ("networks",
+// "volumes") is declared only in an `include`d file.
+func (l *Loaded) ResourceFromInclude(kind, key string) bool {
+	return l.lines.node(kind, key) == nil
+}
+
+// PortsFromExtends reports whether a service extends another: compose
+// concatenates the ports of both, so rendering cannot drop the extended
+// service's host ports, and the service's ports are kept as written.
 func (l *Loaded) PortsFromExtends(service string) bool {
-	return l.lines.node("services", service, "extends") != nil && l.lines.node("services", service, "ports") == nil
+	return l.lines.node("services", service, "extends") != nil
 }
 
 // FixedName reports whether a network or volume ("networks", "volumes")
-// sets `name:` in the file itself.
+// of the project has a name of its own, not compose's <project>_<key>
+// (set in the file, through a merge key or an alias, or in an include).
+// External ones are not the project's and are never renamed.
 func (l *Loaded) FixedName(kind, key string) bool {
-	return l.lines.node(kind, key, "name") != nil
+	p := l.Project
+	if kind == "networks" {
+		n, ok := p.Networks[key]
+		return ok && !bool(n.External) && n.Name != "" && n.Name != ScopedResourceName(p.Name, key)
+	}
+	v, ok := p.Volumes[key]
+	return ok && !bool(v.External) && v.Name != "" && v.Name != ScopedResourceName(p.Name, key)
+}
+
+// MultiDocument reports whether the file holds more than one YAML
+// document, which the rendering does not carry over.
+func (l *Loaded) MultiDocument() bool {
+	dec := yaml.NewDecoder(bytes.NewReader(l.raw))
+	n := 0
+	for {
+		var doc yaml.Node
+		if dec.Decode(&doc) != nil {
+			return n > 1
+		}
+		n++
+	}
 }
 
 // Isolate renders the compose file for a sandbox of opts.Project:
 //   - `container_name: X` becomes ScopedName(project, X), and X stays an
-//     alias on each of the service's networks, so services that address
-//     each other by container name still reach each other;
+//     alias on each of the service's networks the project creates, so
+//     services that address each other by container name still reach
+//     each other; `container:X` references follow the new name;
 //   - with FreePorts, published ports lose their host port (the engine
 //     picks a free one), keep their container port, protocol and host
 //     address, or get PublishAddress;
-//   - networks and volumes with a fixed `name:` (not external) get
-//     ScopedName(project, name).
+//   - networks and volumes with a fixed name (not external) get compose's
+//     own name, ScopedResourceName(project, key).
 //
-// Everything else is the file as written. Services from an `include` are
-// left alone (the plan refuses what they would break).
+// YAML aliases are expanded first (and anchors dropped): an edit of a
+// node that other nodes alias must not change them, nor leave an alias
+// without its anchor. Everything else is the file as written. Services
+// and resources from an `include` and ports of a service that `extends`
+// another are left alone (the plan says so, or refuses).
 func (l *Loaded) Isolate(opts IsolateOptions) ([]byte, error) {
 	var doc yaml.Node
-	if err := yaml.Unmarshal(l.raw, &doc); err != nil || len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
+	if err := yaml.Unmarshal(l.raw, &doc); err != nil || len(doc.Content) == 0 {
 		return nil, fmt.Errorf("compose file %s: not a YAML mapping", l.Path)
 	}
-	root := doc.Content[0]
+	root := expandAliases(doc.Content[0])
+	if root.Kind != yaml.MappingNode {
+		return nil, fmt.Errorf("compose file %s: not a YAML mapping", l.Path)
+	}
+	doc.Content[0] = root
 	p := l.Project
+	renamed := map[string]string{} // container name -> scoped
+	for _, svc := range p.Services {
+		if svc.ContainerName != "" && !l.FromInclude(svc.Name) {
+			renamed[svc.ContainerName] = ScopedName(opts.Project, svc.ContainerName)
+		}
+	}
 	if services := mapValue(root, "services"); services != nil && services.Kind == yaml.MappingNode {
 		for i := 0; i+1 < len(services.Content); i += 2 {
 			name, node := services.Content[i].Value, services.Content[i+1]
@@ -94,9 +143,24 @@ func (l *Loaded) Isolate(opts IsolateOptions) ([]byte, error) {
 				continue // disabled by a compose profile
 			}
 			if svc.ContainerName != "" {
-				setScalar(node, "container_name", escape(ScopedName(opts.Project, svc.ContainerName)))
+				setScalar(node, "container_name", escape(renamed[svc.ContainerName]))
 				if svc.NetworkMode == "" {
-					setNetworks(node, svc)
+					addAliases(node, svc, p)
+				}
+			}
+			for _, key := range []string{"network_mode", "pid", "ipc"} {
+				if v := mapValue(node, key); v != nil && v.Kind == yaml.ScalarNode {
+					if to, ok := renamed[strings.TrimPrefix(v.Value, "container:")]; ok && strings.HasPrefix(v.Value, "container:") {
+						setScalar(node, key, escape("container:"+to))
+					}
+				}
+			}
+			if vf := mapValue(node, "volumes_from"); vf != nil && vf.Kind == yaml.SequenceNode {
+				for _, e := range vf.Content {
+					c, mode, _ := strings.Cut(strings.TrimPrefix(e.Value, "container:"), ":")
+					if to, ok := renamed[c]; ok && strings.HasPrefix(e.Value, "container:") {
+						e.Value, e.Style = escape("container:"+to+strings.TrimSuffix(":"+mode, ":")), yaml.DoubleQuotedStyle
+					}
 				}
 			}
 			if opts.FreePorts && len(svc.Ports) > 0 && !l.PortsFromExtends(name) {
@@ -111,15 +175,13 @@ func (l *Loaded) Isolate(opts IsolateOptions) ([]byte, error) {
 		}
 		for i := 0; i+1 < len(section.Content); i += 2 {
 			key, node := section.Content[i].Value, section.Content[i+1]
-			if node.Kind != yaml.MappingNode || mapValue(node, "name") == nil || isExternal(p, kind, key) {
+			if !l.FixedName(kind, key) {
 				continue
 			}
-			// `compose config` (a restore's project) prints every name,
-			// the project's own ones already scoped.
-			name := resolvedName(p, kind, key)
-			if !strings.HasPrefix(name, opts.Project) {
-				setScalar(node, "name", escape(ScopedName(opts.Project, name)))
+			if node.Kind != yaml.MappingNode { // `data:` with a null value has no name of its own
+				continue
 			}
+			setScalar(node, "name", escape(ScopedResourceName(opts.Project, key)))
 		}
 	}
 	out, err := yaml.Marshal(&doc)
@@ -129,18 +191,22 @@ func (l *Loaded) Isolate(opts IsolateOptions) ([]byte, error) {
 	return out, nil
 }
 
-func isExternal(p *types.Project, kind, key string) bool {
-	if kind == "networks" {
-		return bool(p.Networks[key].External)
+// expandAliases returns n with every alias replaced by a copy of what it
+// names (itself expanded) and no anchors left.
+func expandAliases(n *yaml.Node) *yaml.Node {
+	if n == nil {
+		return nil
 	}
-	return bool(p.Volumes[key].External)
-}
-
-func resolvedName(p *types.Project, kind, key string) string {
-	if kind == "networks" {
-		return p.Networks[key].Name
+	if n.Kind == yaml.AliasNode {
+		return expandAliases(n.Alias)
 	}
-	return p.Volumes[key].Name
+	c := *n
+	c.Anchor = ""
+	c.Content = make([]*yaml.Node, len(n.Content))
+	for i, child := range n.Content {
+		c.Content[i] = expandAliases(child)
+	}
+	return &c
 }
 
 // freePorts is the service's published ports without host ports, in the
@@ -162,30 +228,64 @@ func freePorts(ports []types.ServicePortConfig, publishAddress string) *yaml.Nod
 			}
 			s = addr + "::" + s
 		}
-		seq.Content = append(seq.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: s, Style: yaml.DoubleQuotedStyle})
+		seq.Content = append(seq.Content, quoted(s))
 	}
 	return seq
 }
 
-// setNetworks writes the service's networks as a mapping in which each
-// network lists the original container name among its aliases (kept with
-// the aliases and addresses the service already had there).
-func setNetworks(node *yaml.Node, svc types.ServiceConfig) {
+// addAliases makes the service's original container name an alias on each
+// of its networks that the project creates (an external network is shared
+// with other sandboxes, which must not answer to the same name), keeping
+// whatever else the file says of each network.
+func addAliases(node *yaml.Node, svc types.ServiceConfig, p *types.Project) {
+	own := func(net string) bool { n, ok := p.Networks[net]; return !ok || !bool(n.External) }
+	withAlias := func(entry *yaml.Node) *yaml.Node {
+		if entry == nil || entry.Kind != yaml.MappingNode {
+			entry = &yaml.Node{Kind: yaml.MappingNode}
+		}
+		aliases := mapValue(entry, "aliases")
+		if aliases == nil || aliases.Kind != yaml.SequenceNode {
+			aliases = &yaml.Node{Kind: yaml.SequenceNode}
+			setMapValue(entry, "aliases", aliases)
+		}
+		aliases.Content = append(aliases.Content, quoted(escape(svc.ContainerName)))
+		return entry
+	}
+	nets := mapValue(node, "networks")
+	switch {
+	case nets != nil && nets.Kind == yaml.MappingNode:
+		for i := 0; i+1 < len(nets.Content); i += 2 {
+			if own(nets.Content[i].Value) {
+				nets.Content[i+1] = withAlias(nets.Content[i+1])
+			}
+		}
+		return
+	case nets != nil && nets.Kind == yaml.SequenceNode:
+		m := &yaml.Node{Kind: yaml.MappingNode}
+		for _, n := range nets.Content {
+			entry := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!null", Value: "null"}
+			if own(n.Value) {
+				entry = withAlias(nil)
+			}
+			m.Content = append(m.Content, quoted(n.Value), entry)
+		}
+		setMapValue(node, "networks", m)
+		return
+	}
+	// No networks of its own in the file (the default network, or ones a
+	// merge key brings): as the project resolved them.
 	m := &yaml.Node{Kind: yaml.MappingNode}
 	for _, name := range slices.Sorted(maps.Keys(svc.Networks)) {
 		cfg := svc.Networks[name]
 		entry := &yaml.Node{Kind: yaml.MappingNode}
-		aliases := &yaml.Node{Kind: yaml.SequenceNode}
 		if cfg != nil {
+			aliases := &yaml.Node{Kind: yaml.SequenceNode}
 			for _, a := range cfg.Aliases {
-				if a != svc.ContainerName {
-					aliases.Content = append(aliases.Content, quoted(escape(a)))
-				}
+				aliases.Content = append(aliases.Content, quoted(escape(a)))
 			}
-		}
-		aliases.Content = append(aliases.Content, quoted(escape(svc.ContainerName)))
-		setMapValue(entry, "aliases", aliases)
-		if cfg != nil {
+			if len(aliases.Content) > 0 {
+				setMapValue(entry, "aliases", aliases)
+			}
 			if cfg.Ipv4Address != "" {
 				setScalar(entry, "ipv4_address", cfg.Ipv4Address)
 			}
@@ -195,6 +295,9 @@ func setNetworks(node *yaml.Node, svc types.ServiceConfig) {
 			if cfg.Priority != 0 {
 				setMapValue(entry, "priority", &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!int", Value: strconv.Itoa(cfg.Priority)})
 			}
+		}
+		if own(name) {
+			entry = withAlias(entry)
 		}
 		m.Content = append(m.Content, quoted(name), entry)
 	}

@@ -2,6 +2,7 @@ package composefile
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -112,7 +113,7 @@ volumes:
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("ports\n got %+v\nwant %+v", got, want)
 	}
-	if p.Networks["back"].Name != "sbx-abc-backend-net" || p.Volumes["data"].Name != "sbx-abc-pgdata" {
+	if p.Networks["back"].Name != "sbx-abc_back" || p.Volumes["data"].Name != "sbx-abc_data" {
 		t.Errorf("names %q, %q", p.Networks["back"].Name, p.Volumes["data"].Name)
 	}
 	if p.Networks["outside"].Name != "shared-outside" {
@@ -121,6 +122,7 @@ volumes:
 	if p.Services["worker"].NetworkMode != "service:web" {
 		t.Errorf("worker network_mode %q", p.Services["worker"].NetworkMode)
 	}
+	composeAccepts(t, repo, ".sandboxer-compose.yaml")
 }
 
 // As written, the ports stay; names are scoped all the same.
@@ -176,10 +178,126 @@ volumes:
 	if n := r.Project.Networks["default"].Name; n != "sbx-abc_default" {
 		t.Errorf("default network %q", n)
 	}
-	if n := r.Project.Volumes["data"].Name; n != "sbx-abc-pgdata" {
+	if n := r.Project.Volumes["data"].Name; n != "sbx-abc_data" {
 		t.Errorf("volume %q", n)
 	}
 	if ps := r.Project.Services["web"].Ports; len(ps) != 1 || ps[0].Published != "" || ps[0].Target != 80 {
 		t.Errorf("ports %+v", ps)
+	}
+}
+
+// What the file as people write it does with YAML and compose features:
+// anchors shared between services, a service that is an alias, names
+// from merge keys, extends, container: references, external networks,
+// per-network settings. Each rendering must load, and must isolate.
+func TestIsolateYAMLAndComposeFeatures(t *testing.T) {
+	repo := writeRepo(t, map[string]string{
+		"base.yml": "services:\n  base:\n    image: busybox\n    ports: [\"18081:81\"]\n",
+		"compose.yaml": `x-vol: &vol
+  name: shared-data
+x-svc: &svc
+  image: busybox
+  container_name: svc
+  ports: ["18080:80"]
+services:
+  web:
+    image: busybox
+    container_name: web
+    networks: &nets [front]
+  worker:
+    image: busybox
+    networks: *nets
+  aliased: *svc
+  ext:
+    extends: {file: base.yml, service: base}
+    ports: ["18082:82"]
+  sidecar:
+    image: busybox
+    network_mode: "container:web"
+    volumes_from: ["container:web:ro"]
+  mac:
+    image: busybox
+    container_name: mac
+    networks:
+      front:
+        link_local_ips: ["169.254.8.8"]
+      outside: {}
+networks:
+  front: {}
+  outside:
+    external: true
+volumes:
+  data: {<<: *vol}
+  data2: *vol
+`,
+	})
+	l, err := LoadFile(repo, "compose.yaml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := l.Isolate(IsolateOptions{Project: "sbx-abc", FreePorts: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(repo, ".sandboxer-compose.yml"), out, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, err := LoadFile(repo, ".sandboxer-compose.yml", nil)
+	if err != nil {
+		t.Fatalf("the rendering does not load: %v\n%s", err, out)
+	}
+	p := r.Project
+	if n := p.Services["aliased"].ContainerName; n != "sbx-abc-svc" {
+		t.Errorf("aliased service's container name %q", n)
+	}
+	if ps := p.Services["aliased"].Ports; len(ps) != 1 || ps[0].Published != "" {
+		t.Errorf("aliased service's ports %+v", ps)
+	}
+	if nets := p.Services["worker"].Networks; len(nets) != 1 || nets["front"] != nil && len(nets["front"].Aliases) > 0 {
+		t.Errorf("worker's networks changed with web's: %+v", nets)
+	}
+	// extends: compose adds the base's ports to the service's own, so both stay.
+	if ps := p.Services["ext"].Ports; len(ps) != 2 {
+		t.Errorf("ext ports %+v", ps)
+	}
+	if m := p.Services["sidecar"].NetworkMode; m != "container:sbx-abc-web" {
+		t.Errorf("sidecar network_mode %q", m)
+	}
+	if vf := p.Services["sidecar"].VolumesFrom; len(vf) != 1 || vf[0] != "container:sbx-abc-web:ro" {
+		t.Errorf("sidecar volumes_from %v", vf)
+	}
+	mac := p.Services["mac"].Networks
+	if mac["front"] == nil || !reflect.DeepEqual(mac["front"].LinkLocalIPs, []string{"169.254.8.8"}) || !reflect.DeepEqual(mac["front"].Aliases, []string{"mac"}) {
+		t.Errorf("mac on front: %+v", mac["front"])
+	}
+	if mac["outside"] != nil && len(mac["outside"].Aliases) > 0 {
+		t.Errorf("an alias on an external network: %+v", mac["outside"])
+	}
+	if p.Volumes["data"].Name != "sbx-abc_data" || p.Volumes["data2"].Name != "sbx-abc_data2" {
+		t.Errorf("volume names %q, %q", p.Volumes["data"].Name, p.Volumes["data2"].Name)
+	}
+	composeAccepts(t, repo, ".sandboxer-compose.yml")
+}
+
+// composeAccepts checks a rendering with the compose CLIs on this machine
+// (v1 and v2 read files differently from compose-go); `config` needs no
+// engine.
+func composeAccepts(t *testing.T, dir, file string) {
+	t.Helper()
+	for _, argv := range [][]string{{"docker-compose"}, {"docker", "compose"}} {
+		if _, err := exec.LookPath(argv[0]); err != nil {
+			if os.Getenv("SANDBOXER_REQUIRE_HARNESS") != "" {
+				t.Fatalf("%s not found", argv[0])
+			}
+			continue
+		}
+		cmd := exec.Command(argv[0], append(argv[1:], "-p", "sbx-abc", "-f", file, "config", "-q")...)
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			if argv[0] == "docker" && strings.Contains(string(out), "is not a docker command") && os.Getenv("SANDBOXER_REQUIRE_HARNESS") == "" {
+				continue
+			}
+			t.Errorf("%v refuses the rendering: %v\n%s", argv, err, out)
+		}
 	}
 }

@@ -143,8 +143,8 @@ func (m *sandboxModel) fromBackend(ctx context.Context, sb *backends.Sandbox, st
 			m.PublishedPorts = types.StringValue(sb.PublishedPorts)
 		}
 	}
-	if (m.WaitForPorts.IsNull() || m.WaitForPorts.IsUnknown()) && sb.WaitForPorts {
-		m.WaitForPorts = types.BoolValue(true)
+	if m.WaitForPorts.IsNull() || m.WaitForPorts.IsUnknown() {
+		m.WaitForPorts = types.BoolValue(sb.WaitForPorts)
 	}
 
 	r := reachOf(st.Services, endpointHost)

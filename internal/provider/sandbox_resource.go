@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/mapplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
@@ -126,12 +127,14 @@ func (r *SandboxResource) Schema(ctx context.Context, _ resource.SchemaRequest, 
 			"published_ports": schema.StringAttribute{Optional: true, Computed: true,
 				Default:       stringdefault.StaticString(backends.PortsFree),
 				Validators:    []validator.String{stringvalidator.OneOf(backends.PortsFree, backends.PortsAsWritten)},
-				PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplace()},
+				PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplaceIf(publishedPortsChangeReplaces,
+					"A change replaces the sandbox; a state from before the argument existed takes it in place.",
+					"A change replaces the sandbox; a state from before the argument existed takes it in place.")},
 				MarkdownDescription: "`free` (default): each port the compose file publishes gets a free host port per sandbox (container port, " +
 					"protocol and a host address written in the file are kept; otherwise the host block's `publish_address`), so copies of " +
 					"the stack run side by side; find them in `endpoints`. `as_written`: the file's host ports, as `docker compose up` would " +
 					"publish them (the plan warns that a second copy collides)."},
-			"wait_for_ports": schema.BoolAttribute{Optional: true,
+			"wait_for_ports": schema.BoolAttribute{Optional: true, Computed: true, Default: booldefault.StaticBool(false),
 				MarkdownDescription: "`true`: the sandbox is ready only once every published TCP port accepts a connection on its host, within " +
 					"the create timeout; a port that never answers fails the create, naming the service and port with its last log lines."},
 			"source_hash": schema.StringAttribute{Computed: true,
@@ -640,6 +643,13 @@ func (r *SandboxResource) ImportState(ctx context.Context, req resource.ImportSt
 // apply takes the configured env as the sandbox's (in place, touching
 // nothing on the host) instead of replacing a sandbox that is fine.
 const privateAdoptEnv = "adopt_env"
+
+// publishedPortsChangeReplaces: a state written before published_ports
+// existed (a plan with -refresh=false right after an upgrade) has none;
+// that sandbox is not replaced for the default the plan fills in.
+func publishedPortsChangeReplaces(_ context.Context, req planmodifier.StringRequest, resp *stringplanmodifier.RequiresReplaceIfFuncResponse) {
+	resp.RequiresReplace = !req.StateValue.IsNull()
+}
 
 func envChangeReplaces(ctx context.Context, req planmodifier.MapRequest, resp *mapplanmodifier.RequiresReplaceIfFuncResponse) {
 	adopt, diags := req.Private.GetKey(ctx, privateAdoptEnv)

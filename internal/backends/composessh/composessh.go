@@ -104,7 +104,9 @@ func restoredProject(ctx context.Context, h *hosts.Host, sb *backends.Sandbox, c
 	var script strings.Builder
 	for _, f := range candidates {
 		try := *sb
-		try.ComposeFile, try.Rendered = f, false // the file as restored; the rendering comes from it
+		// The file as restored, alone: the rendering comes from it, and the
+		// network override is added to the rendering when compose runs it.
+		try.ComposeFile, try.Rendered, try.NetworkOverride = f, false, false
 		fmt.Fprintf(&script, "if test -f %s; then echo %s; %s; exit $?; fi\n",
 			hosts.Quote(sb.WorkspaceDir+"/"+f), hosts.Quote(f), inWorkspace(&try, compose, "config"))
 	}
@@ -119,6 +121,20 @@ func restoredProject(ctx context.Context, h *hosts.Host, sb *backends.Sandbox, c
 		return nil, fmt.Errorf("compose file %s is not valid: %w", sb.ComposeFile, err)
 	}
 	return project, nil
+}
+
+// projectOnHost is the project of the compose file a restored workspace
+// holds, as the host's compose resolves it (sb.ComposeFile is set to it).
+func (e *Extension) projectOnHost(ctx context.Context, h *hosts.Host, sb *backends.Sandbox, compose []string, name string) (stack, error) {
+	out, err := restoredProject(ctx, h, sb, compose, name)
+	if err != nil {
+		return stack{}, err
+	}
+	st, err := projectFromHost(out)
+	if err != nil {
+		return stack{}, fmt.Errorf("compose file %s: reading the resolved project: %w", sb.ComposeFile, err)
+	}
+	return st, nil
 }
 
 // noComposeFileExit is restoredProject's exit status for "no compose file".
@@ -195,9 +211,15 @@ func inWorkspace(sb *backends.Sandbox, compose []string, args ...string) string 
 	return "cd -- " + hosts.Quote(sb.WorkspaceDir) + " && " + hosts.Command(append(argv, args...)...)
 }
 
+// maxRenderedInScript is the largest rendering carried in the command that
+// runs `compose up`: a command's argument is bounded (Linux: 128 KiB).
+const maxRenderedInScript = 64 << 10
+
 // writeRenderedScript writes the rendered compose file; its content is in
 // the script itself (a few KiB), so the command that writes it is the one
-// that runs `compose up`.
+// that runs `compose up`. Only for a rendering of the file as written,
+// which holds no value of the .env: a command line is visible to every
+// user of the host.
 func writeRenderedScript(sb *backends.Sandbox, rendered []byte) string {
 	file := hosts.Quote(sb.WorkspaceDir + "/" + backends.RenderedFile(sb.ComposeFile))
 	return fmt.Sprintf("printf '%%s' %s > %s.tmp.$$ && mv -f -- %[2]s.tmp.$$ %[2]s || exit 1\n", hosts.Quote(string(rendered)), file)
@@ -276,15 +298,15 @@ func (e *Extension) Provision(ctx context.Context, req backends.Request) (*backe
 			return fail(err)
 		}
 	}
-	if fromSnapshot {
-		// The compose file came from the snapshot: only the host has it.
-		out, err := restoredProject(ctx, req.Host, sb, compose, req.Inputs["compose_file"])
-		if err != nil {
+	// A restore's workspace holds the snapshot's compose file (over the
+	// repo's, when it has one): the stack is what the host resolves from
+	// it, rendered from that, and written by a command of its own (below).
+	var renderedOnHost bool
+	if req.Fill != nil && canary == "" {
+		if st, err = e.projectOnHost(ctx, req.Host, sb, compose, req.Inputs["compose_file"]); err != nil {
 			return fail(err)
 		}
-		if st, err = projectFromHost(out); err != nil {
-			return fail(fmt.Errorf("compose file %s: reading the resolved project: %w", sb.ComposeFile, err))
-		}
+		sb.Rendered, renderedOnHost = true, true
 	}
 	sb.Services = st.plan.Services
 	var rendered []byte
@@ -294,6 +316,14 @@ func (e *Extension) Provision(ctx context.Context, req backends.Request) (*backe
 		if err != nil {
 			return fail(err)
 		}
+	}
+	if rendered != nil && (renderedOnHost || len(rendered) > maxRenderedInScript) {
+		// `compose config` interpolates: the rendering may hold values of
+		// the .env, so it is written like the .env, never on a command line.
+		if err := hosts.WriteFile(ctx, req.Host, sb.WorkspaceDir+"/"+backends.RenderedFile(sb.ComposeFile), rendered, 0o600); err != nil {
+			return fail(err)
+		}
+		rendered = nil
 	}
 	// Reservations are per root directory, but docker's address space is
 	// the host's: another root (another user, another configuration) may
@@ -366,6 +396,9 @@ func (e *Extension) WaitReady(ctx context.Context, h *hosts.Host, sb *backends.S
 			}
 			if silent = e.silentPort(ctx, h, sb, st); silent == nil {
 				return st, nil
+			}
+			if silent.never {
+				return backends.Status{}, fmt.Errorf("sandbox %s: wait_for_ports cannot check service %q port %d/tcp: %w", sb.ID, silent.service, silent.port, silent.err)
 			}
 		}
 		for _, s := range st.Services {
@@ -574,8 +607,29 @@ func (e *Extension) Stop(ctx context.Context, h *hosts.Host, sb *backends.Sandbo
 }
 
 // Start brings the stack up from the (restored) workspace: `up`, not
-// `start`, so a restored compose file or .env takes effect.
+// `start`, so a restored compose file or .env takes effect; a rendered
+// sandbox's file is rendered again from the compose file the workspace
+// holds now.
 func (e *Extension) Start(ctx context.Context, h *hosts.Host, sb *backends.Sandbox) error {
+	if sb.Rendered {
+		compose, err := e.compose(ctx, h)
+		if err != nil {
+			return err
+		}
+		found := *sb
+		st, err := e.projectOnHost(ctx, h, &found, compose, sb.ComposeFile)
+		if err != nil {
+			return fmt.Errorf("unable to start sandbox %s: %w", sb.ID, err)
+		}
+		rendered, err := st.loaded.Isolate(composefile.IsolateOptions{Project: sb.ComposeProject,
+			FreePorts: sb.PublishedPorts != backends.PortsAsWritten, PublishAddress: h.PublishAddress})
+		if err != nil {
+			return fmt.Errorf("unable to start sandbox %s: %w", sb.ID, err)
+		}
+		if err := hosts.WriteFile(ctx, h, sb.WorkspaceDir+"/"+backends.RenderedFile(sb.ComposeFile), rendered, 0o600); err != nil {
+			return fmt.Errorf("unable to start sandbox %s: %w", sb.ID, err)
+		}
+	}
 	return e.composeRun(ctx, h, sb, "unable to start", "up", "-d", "--remove-orphans")
 }
 

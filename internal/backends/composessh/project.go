@@ -145,7 +145,7 @@ func check(l *composefile.Loaded, repo string, opts backends.PlanOptions) (backe
 		case svc.NetworkMode == "host":
 			f.add(warnHostNetwork, "%s: service %q uses the host's network (network_mode: host): its ports are the host's, so a second sandbox of this stack collides with it, "+
 				"and it reaches everything on the host", l.Ref("services", name, "network_mode"), name)
-		case strings.HasPrefix(svc.NetworkMode, "container:"):
+		case strings.HasPrefix(svc.NetworkMode, "container:") && !containerInFile(project, strings.TrimPrefix(svc.NetworkMode, "container:")):
 			f.add(warnHostNetwork, "%s: service %q joins the network of container %q, outside the sandbox", l.Ref("services", name, "network_mode"), name, strings.TrimPrefix(svc.NetworkMode, "container:"))
 		}
 		if svc.Privileged {
@@ -176,24 +176,30 @@ func check(l *composefile.Loaded, repo string, opts backends.PlanOptions) (backe
 	if len(plan.Services) == 0 {
 		errs = append(errs, l.Errorf(nil, "no service would start: every service is disabled by a profile, or none is declared"))
 	}
-	for _, name := range slices.Sorted(maps.Keys(project.Volumes)) {
-		v := project.Volumes[name]
-		switch {
-		case bool(v.External):
-			f.add(warnExternal, "%s: volume %q is external: it is shared with whatever else uses it on the host, "+
-				"destroying the sandbox leaves it in place, and checkpoints do not capture it", l.Ref("volumes", name), name)
-		case l.FixedName("volumes", name):
-			f.add(noteScopedNames, "%s: volume %q is named %q: each sandbox gets its own, named %q", l.Ref("volumes", name, "name"), name, v.Name, composefile.ScopedName("sbx-<id>", v.Name))
+	for _, kind := range []string{"volumes", "networks"} {
+		what := strings.TrimSuffix(kind, "s")
+		for _, name := range resourceKeys(project, kind) {
+			fixed := resourceName(project, kind, name)
+			switch {
+			case isExternal(project, kind, name) && kind == "volumes":
+				f.add(warnExternal, "%s: volume %q is external: it is shared with whatever else uses it on the host, "+
+					"destroying the sandbox leaves it in place, and checkpoints do not capture it", l.Ref(kind, name), name)
+			case isExternal(project, kind, name):
+				f.add(warnExternal, "%s: network %q is external: sandboxes attached to it can reach each other", l.Ref(kind, name), name)
+			case !l.FixedName(kind, name):
+			case l.ResourceFromInclude(kind, name):
+				// Compose refuses a compose file that redefines what an
+				// include declares, so no rendering can rename it.
+				errs = append(errs, l.Errorf([]string{"include"}, "%s %q (from an included file) is named %q: names are global on a host, "+
+					"so every sandbox of this stack would share it (and destroying one would remove it); move it into the compose file or remove its name", what, name, fixed))
+			default:
+				f.add(noteScopedNames, "%s: %s %q is named %q: each sandbox gets its own, named %q", l.Ref(kind, name, "name"), what, name, fixed,
+					composefile.ScopedResourceName("sbx-<id>", name))
+			}
 		}
 	}
-	for _, name := range slices.Sorted(maps.Keys(project.Networks)) {
-		n := project.Networks[name]
-		switch {
-		case bool(n.External):
-			f.add(warnExternal, "%s: network %q is external: sandboxes attached to it can reach each other", l.Ref("networks", name), name)
-		case l.FixedName("networks", name):
-			f.add(noteScopedNames, "%s: network %q is named %q: each sandbox gets its own, named %q", l.Ref("networks", name, "name"), name, n.Name, composefile.ScopedName("sbx-<id>", n.Name))
-		}
+	if l.MultiDocument() {
+		errs = append(errs, l.Errorf(nil, "the file holds more than one YAML document (---): a sandbox runs the file rendered as one document; merge them into one"))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return backends.Plan{}, err
@@ -223,12 +229,44 @@ func checkPorts(l *composefile.Loaded, name string, svc types.ServiceConfig, fre
 		default:
 			why := "published_ports is \"as_written\""
 			if freePorts {
-				why = "its ports come from extends or an included file, which the sandbox does not rewrite"
+				why = "the service extends another, whose ports compose adds to its own, or comes from an included file: its ports are kept as written"
 			}
 			f.add(warnFixedPort, "%s: service %q publishes host port %s (%s): a second sandbox of this stack on the same host cannot start "+
 				"while this one runs; publish the container port alone (\"%d\") to get a free host port", ref, name, port.Published, why, port.Target)
 		}
 	}
+}
+
+// containerInFile reports whether a container name is one a service of the
+// project sets (its references follow the sandbox's rename).
+func containerInFile(p *types.Project, name string) bool {
+	for _, svc := range p.Services {
+		if svc.ContainerName == name {
+			return true
+		}
+	}
+	return false
+}
+
+func resourceKeys(p *types.Project, kind string) []string {
+	if kind == "networks" {
+		return slices.Sorted(maps.Keys(p.Networks))
+	}
+	return slices.Sorted(maps.Keys(p.Volumes))
+}
+
+func resourceName(p *types.Project, kind, key string) string {
+	if kind == "networks" {
+		return p.Networks[key].Name
+	}
+	return p.Volumes[key].Name
+}
+
+func isExternal(p *types.Project, kind, key string) bool {
+	if kind == "networks" {
+		return bool(p.Networks[key].External)
+	}
+	return bool(p.Volumes[key].External)
 }
 
 // isDockerSocket reports whether a bind mount's source is a container

@@ -76,6 +76,9 @@ func TestPlanDiagnosticsNameFileAndLine(t *testing.T) {
 		{"missing Dockerfile", "services:\n  web:\n    build: ./app\n", map[string]string{"app/main.sh": "echo"}, 3, "Dockerfile"},
 		{"no service", "services:\n  debug:\n    image: busybox\n    profiles: [debug]\n", nil, 0, "no service"},
 		{"required variable", "services:\n  web:\n    image: ${IMAGE:?set IMAGE}\n", nil, 0, "IMAGE"},
+		{"fixed name from an include", "include: [inc.yml]\nservices:\n  web:\n    image: busybox\n",
+			map[string]string{"inc.yml": "services:\n  db:\n    image: busybox\n    volumes: [pgdata:/d]\nvolumes:\n  pgdata:\n    name: pgdata\n"}, 1, "from an included file"},
+		{"multi-document", "services:\n  a:\n    image: busybox\n---\nservices:\n  b:\n    image: busybox\n", nil, 0, "more than one YAML document"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -163,7 +166,7 @@ networks:
 		warnPrivileged:    {`"agent"`},
 		warnHostPID:       {`"agent"`},
 		warnExternal:      {`volume "pgdata" is external`, `network "shared" is external`},
-		noteScopedNames:   {`volume "cache" is named "shared-cache"`, `"sbx-<id>-shared-cache"`, `network "fixed" is named "fixed-net"`},
+		noteScopedNames:   {`volume "cache" is named "shared-cache"`, `"sbx-<id>_cache"`, `network "fixed" is named "fixed-net"`},
 		noteContainerName: nil,
 	}
 	for summary, parts := range want {
@@ -281,5 +284,19 @@ func TestPlanInterpolatesFromTheWorkspaceEnv(t *testing.T) {
 	}
 	if _, err := loadPlan(repo, map[string]string{"IMAGE": "busybox"}); err != nil {
 		t.Fatalf("sandbox env not read: %v", err)
+	}
+}
+
+// COMPOSE_PROFILES in the .env the workspace gets turns services on, on
+// the host as in the plan.
+func TestPlanFollowsComposeProfiles(t *testing.T) {
+	repo := repoWith(t, "services:\n  web:\n    image: busybox\n  debug:\n    image: busybox\n    profiles: [debug]\n", map[string]string{".env": "COMPOSE_PROFILES=debug\n"})
+	plan, err := loadPlan(repo, nil)
+	if err != nil || !reflect.DeepEqual(plan.Services, []string{"debug", "web"}) {
+		t.Fatalf("repo .env: %v %v", plan.Services, err)
+	}
+	plan, err = loadPlan(repo, map[string]string{"OTHER": "x"})
+	if err != nil || !reflect.DeepEqual(plan.Services, []string{"web"}) {
+		t.Fatalf("sandbox env without COMPOSE_PROFILES: %v %v", plan.Services, err)
 	}
 }

@@ -2,6 +2,7 @@ package composessh
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"slices"
@@ -112,6 +113,7 @@ type silentPort struct {
 	service string
 	port    int
 	err     error
+	never   bool // no later try can succeed (the host's sshd refuses forwarding)
 }
 
 // portProbeTimeout bounds one connection attempt of wait_for_ports: a
@@ -139,7 +141,7 @@ func (e *Extension) silentPort(ctx context.Context, h *hosts.Host, sb *backends.
 				cancel()
 			}
 			if err != nil {
-				return &silentPort{service: s.Name, port: p.Target, err: err}
+				return &silentPort{service: s.Name, port: p.Target, err: err, never: errors.Is(err, hosts.ErrForwardingRefused)}
 			}
 		}
 	}
