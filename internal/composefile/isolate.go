@@ -110,8 +110,8 @@ func (l *Loaded) MultiDocument() bool {
 //   - with FreePorts, published ports lose their host port (the engine
 //     picks a free one), keep their container port, protocol and host
 //     address, or get PublishAddress;
-//   - networks and volumes with a fixed name (not external) get compose's
-//     own name, ScopedResourceName(project, key).
+//   - networks and volumes with a fixed name (not external) lose it, so
+//     compose gives them its own, ScopedResourceName(project, key).
 //
 // YAML aliases are expanded first (and anchors dropped): an edit of a
 // node that other nodes alias must not change them, nor leave an alias
@@ -178,10 +178,10 @@ func (l *Loaded) Isolate(opts IsolateOptions) ([]byte, error) {
 			if !l.FixedName(kind, key) {
 				continue
 			}
-			if node.Kind != yaml.MappingNode { // `data:` with a null value has no name of its own
-				continue
-			}
-			setScalar(node, "name", escape(ScopedResourceName(opts.Project, key)))
+			// No name at all rather than compose's own written out: compose
+			// v1 labels a volume created under a written name with that name
+			// (com.docker.compose.volume), where a checkpoint looks for the key.
+			dropKey(node, "name")
 		}
 	}
 	out, err := yaml.Marshal(&doc)
@@ -189,6 +189,28 @@ func (l *Loaded) Isolate(opts IsolateOptions) ([]byte, error) {
 		return nil, fmt.Errorf("compose file %s: rendering it: %w", l.Path, err)
 	}
 	return out, nil
+}
+
+// dropKey removes key from mapping m and from the mappings its merge keys
+// (`<<`, aliases already expanded) bring.
+func dropKey(m *yaml.Node, key string) {
+	if m == nil || m.Kind != yaml.MappingNode {
+		return
+	}
+	for i := 0; i+1 < len(m.Content); {
+		switch k, v := m.Content[i].Value, m.Content[i+1]; {
+		case k == key:
+			m.Content = append(m.Content[:i], m.Content[i+2:]...)
+			continue
+		case k == "<<" && v.Kind == yaml.SequenceNode:
+			for _, c := range v.Content {
+				dropKey(c, key)
+			}
+		case k == "<<":
+			dropKey(v, key)
+		}
+		i += 2
+	}
 }
 
 // expandAliases returns n with every alias replaced by a copy of what it

@@ -113,7 +113,8 @@ volumes:
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("ports\n got %+v\nwant %+v", got, want)
 	}
-	if p.Networks["back"].Name != "sbx-abc_back" || p.Volumes["data"].Name != "sbx-abc_data" {
+	// No name of their own left: compose names them after the project (-p).
+	if p.Networks["back"].Name != p.Name+"_back" || p.Volumes["data"].Name != p.Name+"_data" {
 		t.Errorf("names %q, %q", p.Networks["back"].Name, p.Volumes["data"].Name)
 	}
 	if p.Networks["outside"].Name != "shared-outside" {
@@ -175,10 +176,10 @@ volumes:
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	if n := r.Project.Networks["default"].Name; n != "sbx-abc_default" {
+	if n := r.Project.Networks["default"].Name; n != r.Project.Name+"_default" {
 		t.Errorf("default network %q", n)
 	}
-	if n := r.Project.Volumes["data"].Name; n != "sbx-abc_data" {
+	if n := r.Project.Volumes["data"].Name; n != r.Project.Name+"_data" {
 		t.Errorf("volume %q", n)
 	}
 	if ps := r.Project.Services["web"].Ports; len(ps) != 1 || ps[0].Published != "" || ps[0].Target != 80 {
@@ -273,7 +274,7 @@ volumes:
 	if mac["outside"] != nil && len(mac["outside"].Aliases) > 0 {
 		t.Errorf("an alias on an external network: %+v", mac["outside"])
 	}
-	if p.Volumes["data"].Name != "sbx-abc_data" || p.Volumes["data2"].Name != "sbx-abc_data2" {
+	if p.Volumes["data"].Name != p.Name+"_data" || p.Volumes["data2"].Name != p.Name+"_data2" {
 		t.Errorf("volume names %q, %q", p.Volumes["data"].Name, p.Volumes["data2"].Name)
 	}
 	composeAccepts(t, repo, ".sandboxer-compose.yml")
