@@ -3,7 +3,8 @@
 # installs and starts the harness (docker engine, two sshd on loopback, a
 # non-root user in the docker group, a three-node swarm), obtains Terraform, OpenTofu and docker
 # compose v2 (cached), then runs the unit and backend tests, the acceptance
-# tests once with each CLI (compose v2, the host's default), the actions and
+# tests once with each CLI (compose v2, the host's default), an upgrade from
+# the newest release with each CLI (its state planned empty), the actions and
 # identities on a Terraform >= 1.14 built for them, the compose
 # tests again on compose v1, the README's example as written, and the
 # ci-sandbox module's `terraform test` and `tofu test`; golangci-lint and a
@@ -50,6 +51,9 @@ echo "== acceptance tests with OpenTofu ($SANDBOXER_TOFU_PATH)"
 TF_ACC=1 TF_ACC_TERRAFORM_PATH="$SANDBOXER_TOFU_PATH" \
 	TF_ACC_PROVIDER_NAMESPACE=hashicorp TF_ACC_PROVIDER_HOST=registry.opentofu.org \
 	go test -p 1 -count=1 -timeout 30m ./internal/provider/...
+
+echo "== upgrade from the newest release in scripts/upgrade/releases, with Terraform and OpenTofu"
+bash scripts/test-upgrade.sh "$TF_ACC_TERRAFORM_PATH" "$SANDBOXER_TOFU_PATH"
 
 # The features only newer CLIs have (actions: Terraform >= 1.14; resource
 # identities: >= 1.12), on a Terraform built for them (natives.sh, cached).

@@ -71,8 +71,9 @@ volumes:
 		t.Fatal(err)
 	}
 	text := string(out)
-	for _, kept := range []string{"${WEB_PORT}", "./data:/data", "echo $$HOME", "x-common"} {
-		if !strings.Contains(text, kept) && !(kept == "${WEB_PORT}" && strings.Contains(text, "80")) {
+	// The rest is the file as written: relative paths, escapes, extensions.
+	for _, kept := range []string{"./data:/data", "echo $$HOME", "x-common"} {
+		if !strings.Contains(text, kept) {
 			t.Errorf("rendering lost %q:\n%s", kept, text)
 		}
 	}

@@ -74,6 +74,7 @@ func (r *RestoreResource) Schema(ctx context.Context, _ resource.SchemaRequest, 
 	keep := []planmodifier.String{stringplanmodifier.UseStateForUnknown()}
 	replaceBool := []planmodifier.Bool{boolplanmodifier.RequiresReplace()}
 	resp.Schema = schema.Schema{
+		Version: restoreSchemaVersion, // states of earlier versions: UpgradeState
 		MarkdownDescription: "Restores a snapshot, in one of two modes. **New sandbox** (default): a sandbox is created whose " +
 			"workspace is populated from the snapshot before it starts, then waited ready; the source sandbox is never " +
 			"touched; destroying this resource tears the new sandbox down. **In place** (`target_sandbox_id`): the " +

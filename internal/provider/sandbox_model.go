@@ -135,8 +135,12 @@ func (m *sandboxModel) fromBackend(ctx context.Context, sb *backends.Sandbox, st
 	m.Inputs = mapFromHost(ctx, m.Inputs, sb.Inputs, &diags)
 	m.Labels = mapFromHost(ctx, m.Labels, sb.Labels, &diags)
 
-	// Arguments that shape a create: a state without them (an import, a
-	// sandbox from before they existed) takes them from the record.
+	// Arguments that shape a create: a state without them (an import)
+	// takes them from the record. A record from before published_ports
+	// (0.2.0, whose compose file runs as written) reads as "free", what a
+	// configuration without the argument plans, as the state upgrader
+	// makes a 0.2.0 state say (state_upgrade.go): an upgrade or an import
+	// replaces nothing.
 	if m.PublishedPorts.IsNull() || m.PublishedPorts.IsUnknown() {
 		m.PublishedPorts = types.StringValue(backends.PortsFree)
 		if sb.PublishedPorts == backends.PortsAsWritten {

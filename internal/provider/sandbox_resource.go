@@ -64,6 +64,7 @@ func (r *SandboxResource) Metadata(_ context.Context, req resource.MetadataReque
 func (r *SandboxResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
 	stable := []planmodifier.String{stringplanmodifier.UseStateForUnknown()}
 	resp.Schema = schema.Schema{
+		Version: sandboxSchemaVersion, // states of earlier versions: UpgradeState
 		MarkdownDescription: "A sandbox: an isolated workspace or docker-compose stack on a host, up and ready when apply " +
 			"finishes, torn down completely on destroy. The host keeps a record of it, so drift is detected and " +
 			"`terraform import` works from the host alone.",
