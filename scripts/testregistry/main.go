@@ -38,6 +38,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -227,7 +228,7 @@ func writeJSON(w http.ResponseWriter, v any) {
 
 func logRequests(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		log.Printf("%s %s", req.Method, req.URL.Path)
+		log.Print(strconv.Quote(req.Method + " " + req.URL.Path)) // quoted: one line per request
 		h.ServeHTTP(w, req)
 	})
 }
