@@ -12,7 +12,7 @@
 #    signature of SHA256SUMS, which lists exactly the zip and the manifest
 #    (terraform-registry-manifest.json, as the release uploads it) with their
 #    checksums; the zip holds terraform-provider-sandboxer_v<version>, which
-#    reports that version, and the two Linux checkpoint agents.
+#    reports that version, the two Linux checkpoint agents and LICENSE.
 # 3. From a registry: the artifacts served over the provider registry
 #    protocol (scripts/testregistry, HTTPS on 127.0.0.1, named by a CLI
 #    config `host` block) with the key's public half. init of a copy of
@@ -119,7 +119,7 @@ gpg --batch --verify "$dist/$sums.sig" "$dist/$sums" 2>"$tmp/gpg-verify.log" ||
 [ "$(awk '{ print $2 }' "$dist/$sums" | sort | tr '\n' ' ')" = "$(printf '%s\n' "$zip" "$manifest" | sort | tr '\n' ' ')" ] ||
 	die "$sums lists $(awk '{ print $2 }' "$dist/$sums" | tr '\n' ' '), want $zip and $manifest"
 (cd "$dist" && sha256sum --strict --quiet -c "$sums") || die "a checksum in $sums does not match"
-[ "$(unzip -Z1 "$dist/$zip" | sort | tr '\n' ' ')" = "sandboxer-agent_linux_amd64 sandboxer-agent_linux_arm64 ${name}_v$version " ] ||
+[ "$(unzip -Z1 "$dist/$zip" | sort | tr '\n' ' ')" = "LICENSE sandboxer-agent_linux_amd64 sandboxer-agent_linux_arm64 ${name}_v$version " ] ||
 	die "$zip holds: $(unzip -Z1 "$dist/$zip" | tr '\n' ' ')"
 unzip -q "$dist/$zip" -d "$tmp/unzipped"
 [ "$("$tmp/unzipped/${name}_v$version" -version)" = "$name $version" ] ||
