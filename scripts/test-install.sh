@@ -5,7 +5,8 @@
 #
 # 1. make install; init takes the build from ~/.terraform.d/plugins, the lock
 #    and `version` name its version (X.Y.Z+dev...: scripts/version.sh), the
-#    binary reports the same (-version); plan runs.
+#    binary reports the same (-version); plan runs. The README's example
+#    (its first hcl block) inits and validates too.
 # 2. A change to the source (in a copy of this tree), make install again: a
 #    new version, the earlier build gone from both registry hosts' directories.
 # 3. In the directories initialised with the earlier build, plan and plain
@@ -80,6 +81,17 @@ for cli in "${clis[@]}"; do
 	rc=0
 	"${bin[$cli]}" -chdir="$wd" plan -no-color -input=false -detailed-exitcode >"$tmp/$cli-plan1.log" 2>&1 || rc=$?
 	[ "$rc" = 2 ] || { cat "$tmp/$cli-plan1.log" >&2; die "$cli plan exited $rc, want 2 (changes)"; }
+
+	step "$cli init and validate of the README's example on $v1"
+	rd="$tmp/$cli-readme"
+	mkdir -p "$rd"
+	awk '/^```hcl$/ { on = 1; next } on && /^```$/ { exit } on' "$REPO_ROOT/README.md" >"$rd/main.tf"
+	grep -q 'source = "sand-boxer/sandboxer"' "$rd/main.tf" || die "README example not found or changed shape"
+	"${bin[$cli]}" -chdir="$rd" init -no-color -input=false >"$tmp/$cli-readme-init.log" 2>&1 ||
+		{ cat "$tmp/$cli-readme-init.log" >&2; die "$cli init of the README's example failed"; }
+	[ "$(lock_version "$rd")" = "$v1" ] || die "$cli locked $(lock_version "$rd") for the README's example, not $v1"
+	"${bin[$cli]}" -chdir="$rd" validate -no-color >"$tmp/$cli-readme-validate.log" 2>&1 ||
+		{ cat "$tmp/$cli-readme-validate.log" >&2; die "$cli validate of the README's example failed"; }
 done
 
 step "a change to the source (in a copy of the tree), make install again"
