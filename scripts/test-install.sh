@@ -76,6 +76,10 @@ for cli in "${clis[@]}"; do
 	"${bin[$cli]}" -chdir="$wd" init -no-color -input=false >"$tmp/$cli-init1.log" 2>&1 ||
 		{ cat "$tmp/$cli-init1.log" >&2; die "$cli init after make install failed"; }
 	[ "$(lock_version "$wd")" = "$v1" ] || die "$cli locked $(lock_version "$wd"), not $v1"
+	# Beside the executable the CLI runs, where the provider looks for an SSH host's agent.
+	for f in sandboxer-agent_linux_amd64 sandboxer-agent_linux_arm64; do
+		[ -x "$wd/.terraform/providers/${host[$cli]}/sand-boxer/sandboxer/$v1/$platform/$f" ] || die "$cli installed no $f beside the provider"
+	done
 	"${bin[$cli]}" -chdir="$wd" version | grep -qxF "+ provider ${host[$cli]}/sand-boxer/sandboxer v$v1" ||
 		die "$cli version does not show ${host[$cli]}/sand-boxer/sandboxer v$v1: $("${bin[$cli]}" -chdir="$wd" version)"
 	rc=0

@@ -211,6 +211,11 @@ for cli in terraform tofu; do
 		die "$cli lock hashes: $(lock_hashes "$reg_dir"); want the zh: of SHA256SUMS and one h1: ($want)"
 	"$b" -chdir="$reg_dir" version | grep -qxF "+ provider ${host[$cli]}/sand-boxer/sandboxer v$version" ||
 		die "$cli version does not show ${host[$cli]}/sand-boxer/sandboxer v$version: $("$b" -chdir="$reg_dir" version)"
+	# Beside the executable the CLI runs, where the provider looks for an SSH host's agent.
+	for f in sandboxer-agent_linux_amd64 sandboxer-agent_linux_arm64; do
+		[ -x "$reg_dir/.terraform/providers/${host[$cli]}/sand-boxer/sandboxer/$version/$platform/$f" ] ||
+			die "$cli installed no $f beside the provider"
+	done
 	apply_destroy "$cli" "$b" "$reg_dir"
 
 	# ------------------------------------------------------------ 4. mirror
