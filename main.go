@@ -5,6 +5,7 @@ package main
 import (
 	"context"
 	"flag"
+	"fmt"
 	"log"
 	"os"
 	"runtime/debug"
@@ -16,7 +17,10 @@ import (
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/provider"
 )
 
-// version is set by goreleaser (-ldflags "-X main.version=...").
+// version is the provider's version, set at build time with
+// -ldflags "-X main.version=...": X.Y.Z by goreleaser for a release,
+// X.Y.Z+dev.<time>.<commit> by make install (scripts/version.sh), "dev" for a
+// plain go build.
 var version = "dev"
 
 func main() {
@@ -26,9 +30,14 @@ func main() {
 	quietLogs()
 	lessGC()
 
-	var debug bool
+	var debug, showVersion bool
 	flag.BoolVar(&debug, "debug", false, "run with support for debuggers like delve")
+	flag.BoolVar(&showVersion, "version", false, "print the version and exit")
 	flag.Parse()
+	if showVersion {
+		fmt.Println("terraform-provider-sandboxer " + version)
+		return
+	}
 
 	err := providerserver.Serve(context.Background(), provider.New(version), providerserver.ServeOpts{
 		Address: "registry.terraform.io/sand-boxer/sandboxer",

@@ -5,7 +5,8 @@
 # host's platform in preference to its own executable, and needs it for a
 # host whose OS or architecture differs from the machine running Terraform
 # (a macOS laptop driving a Linux build host, say). Release archives carry
-# them beside the provider; for a provider built from source, point
+# them beside the provider, and `make install` (scripts/install-provider.sh)
+# puts them there too; for a provider built otherwise, point
 # SANDBOXER_AGENT_DIR at DIR.
 #
 #   bash scripts/build-agents.sh [DIR]

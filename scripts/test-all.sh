@@ -6,9 +6,10 @@
 # tests once with each CLI (compose v2, the host's default), an upgrade from
 # the newest release with each CLI (its state planned empty), the actions and
 # identities on a Terraform >= 1.14 built for them, the compose
-# tests again on compose v1, the README's example as written, and the
-# ci-sandbox module's `terraform test` and `tofu test`; golangci-lint and a
-# short run of every fuzz target too.
+# tests again on compose v1, the README's example as written, `make install`
+# and a release (goreleaser snapshot) installed as users install them, and the
+# ci-sandbox module's `terraform test` and `tofu test`; golangci-lint,
+# actionlint and a short run of every fuzz target too.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -37,6 +38,8 @@ unset SANDBOXER_COMPOSE_CMD
 lint_pkgs=(./...)
 echo "== lint: golangci-lint ${lint_pkgs[*]}"
 "$SANDBOXER_GOLANGCI_LINT" run "${lint_pkgs[@]}"
+echo "== lint: actionlint (.github/workflows)"
+"$SANDBOXER_ACTIONLINT"
 
 echo "== unit and backend tests (compose: $(docker compose version --short))"
 go test -p 1 -count=1 ./...
@@ -71,6 +74,12 @@ SANDBOXER_COMPOSE_CMD=docker-compose TF_ACC=1 go test -p 1 -count=1 -timeout 30m
 echo "== the README's example, applied as written"
 TERRAFORM="$TF_ACC_TERRAFORM_PATH" bash scripts/test-readme.sh
 TERRAFORM="$SANDBOXER_TOFU_PATH" bash scripts/test-readme.sh
+
+echo "== make install, then init, a rebuild and init -upgrade with both CLIs"
+bash scripts/test-install.sh
+
+echo "== a release (goreleaser snapshot, this platform) installed from a registry and a filesystem mirror with both CLIs"
+bash scripts/test-release.sh
 
 echo "== the ci-sandbox module's own tests"
 bash scripts/test-module.sh "$TF_ACC_TERRAFORM_PATH"

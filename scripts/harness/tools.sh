@@ -5,14 +5,19 @@
 #   tools.sh terraform   a Terraform CLI only (what `make demo` needs)
 #   tools.sh [all]       Terraform, OpenTofu, docker compose v2 installed as
 #                        the CLI plugin /usr/local/lib/docker/cli-plugins/docker-compose,
-#                        and golangci-lint v2 (the linter `make test-all` runs)
+#                        golangci-lint v2 (the linter `make test-all` runs),
+#                        goreleaser v2 (release builds: scripts/test-release.sh)
+#                        and actionlint (checks .github/workflows)
 #
 # Terraform: $TERRAFORM when set, else the one on PATH when >= 1.11, else built.
 # OpenTofu: the newest release the proxy serves (probed, not only listed), or
 # $SANDBOXER_TOFU_VERSION. Compose: v$SANDBOXER_COMPOSE_VERSION (2.40.3).
+# goreleaser: v$SANDBOXER_GORELEASER_VERSION (2.15.1, what the release workflow
+# runs); actionlint: v$SANDBOXER_ACTIONLINT_VERSION (1.7.12).
 #
 # stdout: one NAME=<abs path> line per tool (TF_ACC_TERRAFORM_PATH,
-# SANDBOXER_TOFU_PATH, SANDBOXER_COMPOSE_V2, SANDBOXER_GOLANGCI_LINT); progress and errors go to stderr.
+# SANDBOXER_TOFU_PATH, SANDBOXER_COMPOSE_V2, SANDBOXER_GOLANGCI_LINT,
+# SANDBOXER_GORELEASER, SANDBOXER_ACTIONLINT); progress and errors go to stderr.
 # The whole run holds a lock on the cache, so concurrent runs (two `make
 # test-all`, or `make demo` beside one) wait for each other's builds instead of
 # racing; a failed build exits non-zero with the tail of its log.
@@ -189,6 +194,26 @@ build_lint() { # $1 = cache dir; its go.mod has no replace or exclude: go instal
 		"github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v$LINT_VERSION")
 }
 
+# ---------------------------------------------------------------- goreleaser, actionlint
+# Plain `go install`: neither go.mod has replace or exclude lines.
+GORELEASER_VERSION="${SANDBOXER_GORELEASER_VERSION:-2.15.1}"
+GORELEASER_DIR="$TOOLS_DIR/goreleaser-$GORELEASER_VERSION"
+GORELEASER_BIN="$GORELEASER_DIR/goreleaser"
+GORELEASER_BUILD=0
+goreleaser_ok() { [ -x "$1" ] && "$1" --version 2>/dev/null | grep -E "^GitVersion: +$GORELEASER_VERSION\$" >/dev/null; }
+if [ "$MODE" = all ] && ! goreleaser_ok "$GORELEASER_BIN"; then GORELEASER_BUILD=1; fi
+
+ACTIONLINT_VERSION="${SANDBOXER_ACTIONLINT_VERSION:-1.7.12}"
+ACTIONLINT_DIR="$TOOLS_DIR/actionlint-$ACTIONLINT_VERSION"
+ACTIONLINT_BIN="$ACTIONLINT_DIR/actionlint"
+ACTIONLINT_BUILD=0
+actionlint_ok() { [ -x "$1" ] && "$1" -version 2>/dev/null | head -n1 | grep -x "$ACTIONLINT_VERSION" >/dev/null; }
+if [ "$MODE" = all ] && ! actionlint_ok "$ACTIONLINT_BIN"; then ACTIONLINT_BUILD=1; fi
+
+build_go_install() { # $1 = cache dir, $2 = package@version, $3 = ldflags (the version it reports)
+	(cd / && GOBIN="$1" GOFLAGS='' go install -ldflags "-s -w $3" "$2")
+}
+
 # ---------------------------------------------------------------- builds
 pids=() names=() logs=()
 start() { # NAME DIR FUNC ARGS...: runs a build in the background, logging into DIR/build.log
@@ -203,6 +228,10 @@ start() { # NAME DIR FUNC ARGS...: runs a build in the background, logging into 
 [ "$TOFU_BUILD" = 0 ] || start "OpenTofu v$TOFU_VERSION" "$TOFU_DIR" build_tofu "$TOFU_DIR" "$TOFU_VERSION"
 [ "$COMPOSE_BUILD" = 0 ] || start "docker compose v$COMPOSE_VERSION" "$COMPOSE_DIR" build_compose "$COMPOSE_DIR"
 [ "$LINT_BUILD" = 0 ] || start "golangci-lint v$LINT_VERSION" "$LINT_DIR" build_lint "$LINT_DIR"
+[ "$GORELEASER_BUILD" = 0 ] || start "goreleaser v$GORELEASER_VERSION" "$GORELEASER_DIR" build_go_install "$GORELEASER_DIR" \
+	"github.com/goreleaser/goreleaser/v2@v$GORELEASER_VERSION" "-X main.version=$GORELEASER_VERSION"
+[ "$ACTIONLINT_BUILD" = 0 ] || start "actionlint v$ACTIONLINT_VERSION" "$ACTIONLINT_DIR" build_go_install "$ACTIONLINT_DIR" \
+	"github.com/rhysd/actionlint/cmd/actionlint@v$ACTIONLINT_VERSION" "-X github.com/rhysd/actionlint.version=$ACTIONLINT_VERSION"
 failed=0
 for i in "${!pids[@]}"; do
 	if wait "${pids[$i]}"; then
@@ -238,3 +267,8 @@ echo "SANDBOXER_COMPOSE_V2=$PLUGIN_DIR/docker-compose"
 
 lint_ok "$LINT_BIN" || die "golangci-lint at $LINT_BIN does not report version $LINT_VERSION"
 echo "SANDBOXER_GOLANGCI_LINT=$LINT_BIN"
+
+goreleaser_ok "$GORELEASER_BIN" || die "goreleaser at $GORELEASER_BIN does not report version $GORELEASER_VERSION"
+echo "SANDBOXER_GORELEASER=$GORELEASER_BIN"
+actionlint_ok "$ACTIONLINT_BIN" || die "actionlint at $ACTIONLINT_BIN does not report version $ACTIONLINT_VERSION"
+echo "SANDBOXER_ACTIONLINT=$ACTIONLINT_BIN"
