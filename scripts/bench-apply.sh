@@ -38,6 +38,18 @@
 #        full one (apply above plan)                              goal <= 0.15x
 #  12. the incremental snapshot's stored_bytes vs the bytes changed
 #                                                                goal <= 1.1x
+#  13. TUN_MIB MiB (default 256) read through a `sandboxer_tunnel` to a
+#        service of a compose sandbox that publishes nothing, timed by a
+#        local-exec provisioner while the tunnel is open, vs the same read
+#        through `ssh -N -L` to the service's container address over the
+#        same sshd, in turns           goal <= 1.11x (throughput >= 0.9x)
+#  14. connection setup through each: connect until the far end's close
+#        arrives, median of TUN_CONNS (default 50) connections, each opened
+#        alone (0.2 s after the one before), in turns            goal <= 1.2x
+#        (and, shown without a goal, their 90th percentile, and the median
+#        of as many back to back: with no session on its SSH connection,
+#        `ssh -N` keeps Nagle's algorithm on, and each open waits for the
+#        delayed ACK of the close before it)
 #
 # Medians of SANDBOXER_BENCH_RUNS (3) runs, each side timed in turn, so load
 # on the host weighs on all of them alike. Prints a table and exits 1 when a
@@ -47,10 +59,12 @@
 #   SANDBOXER_BENCH_N=4 SANDBOXER_BENCH_M=10 SANDBOXER_BENCH_RUNS=1 bash scripts/bench-apply.sh   # quick
 #   SANDBOXER_BENCH_ROWS=checkpoint bash scripts/bench-apply.sh   # rows 5-8 only
 #   SANDBOXER_BENCH_ROWS=volume bash scripts/bench-apply.sh       # rows 9-12 only
+#   SANDBOXER_BENCH_ROWS=tunnel bash scripts/bench-apply.sh       # rows 13-14 only
 #
 # Settings: SANDBOXER_BENCH_ROWS (apply = 1, 2 and 4; plan = 3 and 4;
-# checkpoint = 5-8; volume = 9-12; default all), SANDBOXER_BENCH_N, _M, _RUNS,
-# SANDBOXER_BENCH_CK_FILES, _CK_MIB, _VOL_FILES, _VOL_MIB, SANDBOXER_BENCH_COMPOSE (the compose
+# checkpoint = 5-8; volume = 9-12; tunnel = 13-14; default all),
+# SANDBOXER_BENCH_N, _M, _RUNS, SANDBOXER_BENCH_CK_FILES, _CK_MIB, _VOL_FILES,
+# _VOL_MIB, _TUN_MIB, _TUN_CONNS, SANDBOXER_BENCH_COMPOSE (the compose
 # command on every side; default `docker compose`, v2, as on users' hosts),
 # SANDBOXER_BENCH_SSH_PORT (the benchmark's sshd, default 2298),
 # SANDBOXER_BENCH_TRACE (a directory: each terraform step's provider log at
@@ -66,7 +80,7 @@ M="${SANDBOXER_BENCH_M:-50}"
 RUNS="${SANDBOXER_BENCH_RUNS:-3}"
 COMPOSE="${SANDBOXER_BENCH_COMPOSE:-docker compose}"
 PORT="${SANDBOXER_BENCH_SSH_PORT:-2298}"
-ROWS="${SANDBOXER_BENCH_ROWS:-apply,plan,checkpoint,volume}"
+ROWS="${SANDBOXER_BENCH_ROWS:-apply,plan,checkpoint,volume,tunnel}"
 want() { case ",$ROWS," in *",$1,"*) return 0 ;; esac; return 1; }
 
 log() { printf 'bench-apply.sh: %s\n' "$*" >&2; }
@@ -147,6 +161,7 @@ cleanup_all() {
 	for d in "${planM:-}" "${plan1:-}"; do [ -z "$d" ] || tf "$d" destroy -auto-approve -parallelism=20 "${common[@]}" || true; done
 	[ -z "${vol:-}" ] || [ -z "${v_vars+x}" ] || tf "$vol" destroy -auto-approve "${v_vars[@]}" -var 'snapshots=["warm","full","inc"]' -var restore=full || true
 	[ -z "${ck:-}" ] || [ -z "${ck_vars+x}" ] || tf "$ck" destroy -auto-approve "${ck_vars[@]}" -var 'snapshots=["warm","full","inc"]' -var restore=full || true
+	[ -z "${tun:-}" ] || [ -z "${tun_vars+x}" ] || tf "$tun" destroy -auto-approve "${tun_vars[@]}" -var measure_script= -var run=destroy || true
 	floor_down || true
 	docker volume rm -f bench-tarx bench-tarxz >/dev/null 2>&1 || true
 }
@@ -373,6 +388,84 @@ rm -f "$state/vol.tar"
 for f in v_full v_inc v_restore v_gz v_tarxz v_tarx v_stored v_changed; do printf -v "$f" '%s' "$(median <"$state/$f")"; done
 fi
 
+# ---------------------------------------------------------------- 13, 14: tunnels
+# A compose sandbox whose two services publish nothing: "source" sends
+# TUN_MIB MiB on each connection, then closes it; "accept" closes each
+# connection at once. Each run opens `ssh -N -L` forwards of both services'
+# ports (to the containers' addresses, over the benchmark's sshd), then
+# applies scripts/bench/apply/tunnel, whose local-exec provisioner runs
+# scripts/bench/apply/tunnel/measure.sh while two sandboxer_tunnel to the
+# same ports are open: it times both sides in turns (Terraform's start,
+# the tunnels' opening and ssh's are not timed). The sandbox is made by an
+# untimed first apply.
+if want tunnel; then
+TUN_MIB="${SANDBOXER_BENCH_TUN_MIB:-256}"
+TUN_CONNS="${SANDBOXER_BENCH_TUN_CONNS:-50}"
+log "tunnels: $TUN_MIB MiB and $TUN_CONNS connections through sandboxer_tunnel and ssh -L, $RUNS runs"
+tun="$(work tunnel tunnel)"
+trepo="$(devprovider_tmpdir trepo)"
+cat >"$trepo/compose.yaml" <<YAML
+services:
+  source:
+    image: $SANDBOXER_TEST_IMAGE
+    command: ["nc", "-ll", "-p", "9000", "-e", "dd", "if=/dev/zero", "bs=1M", "count=$TUN_MIB", "status=none"]
+    stop_signal: SIGKILL
+  accept:
+    image: $SANDBOXER_TEST_IMAGE
+    command: ["nc", "-ll", "-p", "9001", "-e", "true"]
+    stop_signal: SIGKILL
+YAML
+listening() { [ -n "$(ss -Hltn "sport = :$1")" ]; }
+free_port() { # a port nothing listens on, from $1 up
+	local p="$1"
+	while listening "$p"; do p=$((p + 1)); done
+	printf '%s\n' "$p"
+}
+lport_source="$(free_port $((PORT + 100)))"
+lport_accept="$(free_port $((lport_source + 1)))"
+tun_vars=(-var "address=127.0.0.1:$PORT" -var "user=$SANDBOXER_TEST_SSH_USER" -var "private_key_file=$SANDBOXER_TEST_SSH_KEY"
+	-var "known_hosts_file=$state/known_hosts" -var "root_dir=$root" -var "repo=$trepo" -var "compose_command=$COMPOSE"
+	-var "bytes=$((TUN_MIB * 1048576))" -var "conns=$TUN_CONNS" -var "out=$state/tun.out"
+	-var "ssh_source=127.0.0.1:$lport_source" -var "ssh_accept=127.0.0.1:$lport_accept")
+tf "$tun" apply -auto-approve "${tun_vars[@]}" -var measure_script= -var run=make
+tproject="$("$TERRAFORM" -chdir="$tun" output -raw compose_project)"
+container_ip() { # $1 = service of the sandbox: its container's address
+	local id
+	id="$(docker ps -q --filter "label=com.docker.compose.project=$tproject" --filter "label=com.docker.compose.service=$1")"
+	docker inspect --format '{{range .NetworkSettings.Networks}}{{.IPAddress}} {{end}}' "$id" | awk '{print $1}'
+}
+source_ip="$(container_ip source)" accept_ip="$(container_ip accept)"
+if [ -z "$source_ip" ] || [ -z "$accept_ip" ]; then die "no container address for the services of $tproject"; fi
+ssh_pid=""
+stop_ssh_l() { [ -z "$ssh_pid" ] || { kill "$ssh_pid" 2>/dev/null; wait "$ssh_pid" 2>/dev/null; ssh_pid=""; } || true; }
+devprovider_on_exit stop_ssh_l
+for f in tn_tun_put tn_tun_alone tn_tun_p90 tn_tun_b2b tn_ssh_put tn_ssh_alone tn_ssh_p90 tn_ssh_b2b; do : >"$state/$f"; done
+for run in $(seq 1 "$RUNS"); do
+	ssh -N -o BatchMode=yes -o ExitOnForwardFailure=yes -o UserKnownHostsFile="$state/known_hosts" -i "$SANDBOXER_TEST_SSH_KEY" -p "$PORT" \
+		-L "127.0.0.1:$lport_source:$source_ip:9000" -L "127.0.0.1:$lport_accept:$accept_ip:9001" "$SANDBOXER_TEST_SSH_USER@127.0.0.1" &
+	ssh_pid=$!
+	for _ in $(seq 1 100); do
+		listening "$lport_source" && listening "$lport_accept" && break
+		kill -0 "$ssh_pid" 2>/dev/null || die "ssh -L exited; see $state/sshd.log"
+		sleep 0.1
+	done
+	if ! listening "$lport_source" || ! listening "$lport_accept"; then die "ssh -L did not listen on ports $lport_source and $lport_accept within 10 s"; fi
+	rm -f "$state/tun.out"
+	tf "$tun" apply -auto-approve "${tun_vars[@]}" -var "measure_script=$REPO_ROOT/scripts/bench/apply/tunnel/measure.sh" -var "run=$run"
+	stop_ssh_l
+	while read -r side put alone p90 b2b; do
+		case "$side" in tunnel) side=tun ;; ssh) ;; *) die "unexpected line in $state/tun.out: $side" ;; esac
+		echo "$put" >>"$state/tn_${side}_put" && echo "$alone" >>"$state/tn_${side}_alone" && echo "$p90" >>"$state/tn_${side}_p90" && echo "$b2b" >>"$state/tn_${side}_b2b"
+	done <"$state/tun.out"
+	log "run $run: $TUN_MIB MiB sandboxer_tunnel $(tail -n1 "$state/tn_tun_put") s, ssh -L $(tail -n1 "$state/tn_ssh_put") s; one connection alone $(tail -n1 "$state/tn_tun_alone") s, $(tail -n1 "$state/tn_ssh_alone") s (90th percentile $(tail -n1 "$state/tn_tun_p90") s, $(tail -n1 "$state/tn_ssh_p90") s); back to back $(tail -n1 "$state/tn_tun_b2b") s, $(tail -n1 "$state/tn_ssh_b2b") s"
+done
+for f in tn_tun_put tn_tun_alone tn_tun_p90 tn_tun_b2b tn_ssh_put tn_ssh_alone tn_ssh_p90 tn_ssh_b2b; do printf -v "$f" '%s' "$(median <"$state/$f")"; done
+tf "$tun" destroy -auto-approve "${tun_vars[@]}" -var measure_script= -var run=destroy
+tun=""
+ms() { awk -v s="$1" 'BEGIN {printf "%.2f", s * 1000}'; }
+mibps() { awk -v s="$1" -v m="$TUN_MIB" 'BEGIN {printf "%.0f", m / s}'; }
+fi
+
 # ---------------------------------------------------------------- report
 missed=0
 row() { # what, measured, baseline, goal (ratio <=)[, unit]
@@ -381,8 +474,9 @@ row() { # what, measured, baseline, goal (ratio <=)[, unit]
 	if awk -v r="$ratio" -v g="$4" 'BEGIN {exit !(r <= g)}'; then verdict=PASS; else verdict=FAIL missed=1; fi
 	printf '| %s | %s %s vs %s %s | %sx | <= %sx | %s |\n' "$1" "$2" "$unit" "$3" "$unit" "$ratio" "$4" "$verdict"
 }
-info() { # what, measured, baseline: a ratio shown, with no goal
-	printf '| %s | %s s vs %s s | %sx | | |\n' "$1" "$2" "$3" "$(awk -v a="$2" -v b="$3" 'BEGIN {printf "%.2f", a / b}')"
+info() { # what, measured, baseline[, unit]: a ratio shown, with no goal
+	local unit="${4:-s}"
+	printf '| %s | %s %s vs %s %s | %sx | | |\n' "$1" "$2" "$unit" "$3" "$unit" "$(awk -v a="$2" -v b="$3" 'BEGIN {printf "%.2f", a / b}')"
 }
 count() { # what, measured, goal (<=)
 	local verdict=PASS
@@ -416,5 +510,11 @@ if want volume; then
 	info "the same restore vs docker run tar -x of an uncompressed tar into a fresh volume (no goal)" "$v_restore" "$v_tarx"
 	row "incremental volume snapshot after 1% of files changed vs the full one (apply above plan)" "$v_inc" "$v_full" 0.15
 	row "incremental volume snapshot: stored bytes vs bytes changed" "$v_stored" "$v_changed" 1.1 B
+fi
+if want tunnel; then
+	row "tunnel throughput, $TUN_MIB MiB: sandboxer_tunnel ($(mibps "$tn_tun_put") MiB/s) vs ssh -L ($(mibps "$tn_ssh_put") MiB/s), time" "$tn_tun_put" "$tn_ssh_put" 1.11
+	row "tunnel connection setup vs ssh -L, connections opened alone (median of $TUN_CONNS)" "$(ms "$tn_tun_alone")" "$(ms "$tn_ssh_alone")" 1.2 ms
+	info "the same, 90th percentile (no goal)" "$(ms "$tn_tun_p90")" "$(ms "$tn_ssh_p90")" ms
+	info "the same, back to back (no goal; each ssh -N open waits for the delayed ACK of the close before)" "$(ms "$tn_tun_b2b")" "$(ms "$tn_ssh_b2b")" ms
 fi
 exit "$missed"

