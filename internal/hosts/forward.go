@@ -194,7 +194,11 @@ func copyStream(dst, src net.Conn) error {
 		_, err := io.Copy(dst, src)
 		return err
 	}
-	buf := channelBuffers.Get().(*[]byte)
+	buf, ok := channelBuffers.Get().(*[]byte)
+	if !ok { // only *[]byte are put there; a fresh buffer all the same
+		b := make([]byte, channelBufferSize)
+		buf = &b
+	}
 	defer channelBuffers.Put(buf)
 	// Wrapped, so that neither side's ReadFrom or WriteTo (with buffers of
 	// their own) takes over the copy.
