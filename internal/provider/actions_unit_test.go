@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	actionschema "github.com/hashicorp/terraform-plugin-framework/action/schema"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
@@ -96,5 +97,28 @@ func TestValidateSnapshotArgs(t *testing.T) {
 		if got != c.want {
 			t.Errorf("%s: %q, want %q (%v)", c.name, got, c.want, d)
 		}
+	}
+}
+
+// An action takes a resource's arguments with their descriptions and
+// validators; what only state has (computed, defaults) is dropped, and
+// an argument is required where the resource or the action requires it.
+func TestActionAttributes(t *testing.T) {
+	res := restoreInPlaceAttributes()
+	got := actionAttributes(res, "target_sandbox_id")
+	if len(got) != len(res) {
+		t.Fatalf("%d action attributes for %d arguments", len(got), len(res))
+	}
+	for name, want := range map[string]bool{"snapshot_id": true, "target_sandbox_id": true, "host": false, "prune": false} {
+		a := got[name]
+		if a.IsRequired() != want || a.IsOptional() == want || a.IsComputed() {
+			t.Errorf("%s: required %v optional %v computed %v, want required %v", name, a.IsRequired(), a.IsOptional(), a.IsComputed(), want)
+		}
+		if a.GetMarkdownDescription() != res[name].GetMarkdownDescription() {
+			t.Errorf("%s: description %q, the resource's is %q", name, a.GetMarkdownDescription(), res[name].GetMarkdownDescription())
+		}
+	}
+	if id, ok := got["snapshot_id"].(actionschema.StringAttribute); !ok || len(id.Validators) != 1 {
+		t.Errorf("snapshot_id: %#v, want a string with the resource's id check", got["snapshot_id"])
 	}
 }

@@ -48,7 +48,8 @@ func TestSandboxListFilters(t *testing.T) {
 	}
 }
 
-// The snapshot list's filters: the sandbox exactly, the name as a part.
+// The snapshot lists' filters (the list resource's, the data source's): the
+// sandbox exactly, the name as a part.
 func TestSnapshotListFilters(t *testing.T) {
 	s := checkpoint.Summary{ID: "snap-1", SandboxID: "3f9c2a7b1d0e", Name: "before-upgrade", CreatedAt: time.Now()}
 	for _, c := range []struct {
@@ -58,8 +59,8 @@ func TestSnapshotListFilters(t *testing.T) {
 		{"", "", true}, {"3f9c2a7b1d0e", "", true}, {"3f9c2a7b1d0f", "", false},
 		{"", "upgrade", true}, {"", "after", false}, {"3f9c2a7b1d0e", "before", true},
 	} {
-		m := snapshotListModel{Host: types.StringNull(), SandboxID: types.StringValue(c.sandbox), Name: types.StringValue(c.name)}
-		if got := m.matches(s); got != c.want {
+		f := snapshotFilter{SandboxID: types.StringValue(c.sandbox), Name: types.StringValue(c.name)}
+		if got := f.matches(s); got != c.want {
 			t.Errorf("sandbox %q name %q: matches = %v, want %v", c.sandbox, c.name, got, c.want)
 		}
 	}

@@ -1,6 +1,17 @@
 // Package provider is the Terraform layer only: schemas, models, mapping to
 // backend calls and diagnostics. It runs no shell and opens no connection
 // itself; everything on a host goes through internal/backends.
+//
+// Files follow the type names (sandbox, snapshot, restore, reap, profile,
+// host_inventory, snapshots, snapshot_diff, tunnel): <name>_model.go holds
+// every schema of the name and the models (tfsdk structs) they are read
+// into, with their filling from what backends return; <name>_resource.go,
+// _action.go, _list.go, _data_source.go and _ephemeral.go hold each kind's
+// methods (the sandbox resource's ModifyPlan is sandbox_plan.go);
+// <name>_service.go holds what the name's resource and action both do on
+// hosts, one function per operation, and schema.go makes an action's
+// arguments from its resource's. list.go is the listing every list resource
+// shares; values.go the value conversions every model uses.
 package provider
 
 import (
@@ -13,6 +24,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/action"
@@ -100,6 +112,13 @@ type sshModel struct {
 	InsecureIgnoreHostKey types.Bool   `tfsdk:"insecure_ignore_host_key"`
 }
 
+// Default timeouts: compose stacks may build images on first start.
+const (
+	defaultCreateTimeout = 10 * time.Minute
+	defaultDeleteTimeout = 5 * time.Minute
+	defaultReadTimeout   = 2 * time.Minute
+)
+
 // providerData is what resources and data sources receive in Configure.
 type providerData struct {
 	hosts map[string]*hosts.Host
@@ -171,6 +190,19 @@ func (d *providerData) host(name string) (*hosts.Host, error) {
 	}
 	names := slices.Sorted(maps.Keys(d.hosts))
 	return nil, fmt.Errorf("host %q is not declared in the provider block; declared hosts: %s", name, strings.Join(names, ", "))
+}
+
+// hostOrDefault is the named host, else the provider's default host, else
+// local: the host of what is on one host that the configuration may leave
+// unnamed (a reap, an inventory).
+func (d *providerData) hostOrDefault(name string) (*hosts.Host, error) {
+	if name == "" {
+		name = d.defaultHost
+	}
+	if name == "" {
+		name = catalog.LocalHost
+	}
+	return d.host(name)
 }
 
 func (p *SandboxerProvider) Metadata(_ context.Context, _ provider.MetadataRequest, resp *provider.MetadataResponse) {

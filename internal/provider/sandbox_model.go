@@ -7,12 +7,28 @@ import (
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
+	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/list"
+	listschema "github.com/hashicorp/terraform-plugin-framework/list/schema"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/mapplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/backends"
 )
+
+// sandboxer_sandbox: the resource's and the list resource's schemas, their
+// models, and how a sandbox on a host becomes state.
 
 // sandboxModel is the sandboxer_sandbox resource's data.
 type sandboxModel struct {
@@ -41,6 +57,156 @@ type sandboxModel struct {
 	WaitForPorts     types.Bool     `tfsdk:"wait_for_ports"`
 	Endpoints        types.Map      `tfsdk:"endpoints"`
 	Timeouts         timeouts.Value `tfsdk:"timeouts"`
+}
+
+func (r *SandboxResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
+	stable := []planmodifier.String{stringplanmodifier.UseStateForUnknown()}
+	resp.Schema = schema.Schema{
+		Version: sandboxSchemaVersion, // states of earlier versions: UpgradeState
+		MarkdownDescription: "A sandbox: an isolated workspace or docker-compose stack on a host, up and ready when apply " +
+			"finishes, torn down completely on destroy. The host keeps a record of it, so drift is detected and " +
+			"`terraform import` works from the host alone.",
+		Attributes: map[string]schema.Attribute{
+			"id": schema.StringAttribute{Computed: true, PlanModifiers: stable,
+				MarkdownDescription: "Sandbox id, unique on its host."},
+			"profile": schema.StringAttribute{Required: true,
+				PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
+				MarkdownDescription: "Profile that says how the sandbox is established, e.g. `profile.compose-e2e` or `profile.workspace`."},
+			"host": schema.StringAttribute{Optional: true, Computed: true,
+				// Replacement on a host change is decided in ModifyPlan, after the
+				// placement rule has filled in an unset host.
+				PlanModifiers: stable,
+				MarkdownDescription: "Host (a `host` block of the provider, or `local`). Default: the pool host chosen for `host_pool`, " +
+					"else the provider's `default_host` (env `SANDBOXER_HOST`), else the profile's first placement entry the provider " +
+					"declares (a host, or a pool), else `local`; metered profiles run on `local`. Known at plan time, except when a " +
+					"pool chooses it: then at create."},
+			"host_pool": schema.StringAttribute{Optional: true,
+				Validators: []validator.String{stringvalidator.ConflictsWith(path.MatchRoot("host"))},
+				MarkdownDescription: "Host pool (host blocks with this `pool`) to place the sandbox in: on create, the host with the most " +
+					"headroom (free sandbox slots, memory, CPU, disk; read live, counting what the same run placed), ties by name. " +
+					"The plan checks the pool is not full and warns about hosts it had to skip. An existing sandbox never moves; " +
+					"a replacement is placed again."},
+			"host_labels": schema.MapAttribute{Optional: true, ElementType: types.StringType,
+				MarkdownDescription: "Labels a pool host must carry (its `labels`) to be chosen."},
+			"inputs": schema.MapAttribute{Optional: true, ElementType: types.StringType,
+				PlanModifiers:       []planmodifier.Map{mapplanmodifier.RequiresReplace()},
+				MarkdownDescription: "Inputs the profile declares, e.g. `repo`: a local directory copied into the workspace. Values are never interpreted by a shell."},
+			"env": schema.MapAttribute{Optional: true, Sensitive: true, ElementType: types.StringType,
+				PlanModifiers: []planmodifier.Map{mapplanmodifier.RequiresReplaceIf(envChangeReplaces,
+					"A change replaces the sandbox, except the first apply after an import, which adopts the configured env.",
+					"A change replaces the sandbox, except the first apply after an import, which adopts the configured env.")},
+				MarkdownDescription: "Environment written to the workspace as `.env` (mode 0600; the compose `.env`). Never stored in the host record, " +
+					"but kept in Terraform state like every argument (`sensitive` only hides it from the UI): use `env_wo` for secrets."},
+			"env_wo": schema.MapAttribute{Optional: true, Sensitive: true, WriteOnly: true, ElementType: types.StringType,
+				MarkdownDescription: "Write-only environment, merged into the workspace `.env` beside `env` (names may not repeat). Read from the " +
+					"configuration when the sandbox is created and never stored: not in state, plan, the host record or logs, not even as a hash. " +
+					"Change `env_wo_version` to roll out new values (the sandbox is replaced). Needs Terraform >= 1.11 or OpenTofu >= 1.11."},
+			"env_wo_version": schema.Int64Attribute{Optional: true,
+				PlanModifiers:       []planmodifier.Int64{int64planmodifier.RequiresReplace()},
+				MarkdownDescription: "Version of `env_wo`: since write-only values are not stored, changing them shows no diff; change this number to replace the sandbox with the new values."},
+			"labels": schema.MapAttribute{Optional: true, ElementType: types.StringType,
+				MarkdownDescription: "Free-form labels kept in the host record. Changing them updates in place."},
+			"extension": schema.StringAttribute{Computed: true, PlanModifiers: stable,
+				MarkdownDescription: "Extension that serves the sandbox, e.g. `ext.compose-ssh`: the profile's, or its fallback when routing chose it. Known at plan time."},
+			"status": schema.StringAttribute{Computed: true,
+				MarkdownDescription: "`ready`, or what refresh found: `stopped`, `degraded` or `missing`. Anything but `ready` plans a replacement."},
+			"workspace_dir": schema.StringAttribute{Computed: true, PlanModifiers: stable,
+				MarkdownDescription: "Absolute path of the sandbox's workspace on its host."},
+			"compose_project": schema.StringAttribute{Computed: true, PlanModifiers: stable,
+				MarkdownDescription: "Compose project name (compose sandboxes only)."},
+			"services": schema.ListAttribute{Computed: true, ElementType: serviceType,
+				MarkdownDescription: "Compose services, sorted by name, with their state (`running`, `starting`, `unhealthy`, `exited`, `missing`, ...) " +
+					"and `ports`: each published port as `{ target, protocol, host_ip, published, address }`, where `address` is " +
+					"`endpoint_host:published` (the host block's `endpoint_host`; a port bound to one address is reached there). " +
+					"The names are known at plan time: the compose file is loaded on this machine the way `docker compose` loads it. " +
+					"Refresh reads the ports with the state (no extra command): a container restarted with a new host port updates them in place."},
+			"endpoints": schema.MapAttribute{Computed: true, ElementType: types.StringType,
+				MarkdownDescription: "Where each published port is reached: `\"<service>:<target>\"` (`/udp` appended for UDP) to " +
+					"`\"<endpoint_host>:<published>\"`, e.g. `sandboxer_sandbox.x.endpoints[\"web:80\"]`. Updated in place by refresh."},
+			"published_ports": schema.StringAttribute{Optional: true, Computed: true,
+				Default:    stringdefault.StaticString(backends.PortsFree),
+				Validators: []validator.String{stringvalidator.OneOf(backends.PortsFree, backends.PortsAsWritten)},
+				PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplaceIf(publishedPortsChangeReplaces,
+					"A change replaces the sandbox; a state from before the argument existed takes it in place.",
+					"A change replaces the sandbox; a state from before the argument existed takes it in place.")},
+				MarkdownDescription: "`free` (default): each port the compose file publishes gets a free host port per sandbox (container port, " +
+					"protocol and a host address written in the file are kept; otherwise the host block's `publish_address`), so copies of " +
+					"the stack run side by side; find them in `endpoints`. `as_written`: the file's host ports, as `docker compose up` would " +
+					"publish them (the plan warns that a second copy collides)."},
+			"wait_for_ports": schema.BoolAttribute{Optional: true, Computed: true, Default: booldefault.StaticBool(false),
+				MarkdownDescription: "`true`: the sandbox is ready only once every published TCP port accepts a connection on its host, within " +
+					"the create timeout; a port that never answers fails the create, naming the service and port with its last log lines."},
+			"source_hash": schema.StringAttribute{Computed: true,
+				MarkdownDescription: "Content hash of the `repo` input directory, computed at plan time: editing a file in it plans a replacement."},
+			"created_at": schema.StringAttribute{Computed: true, PlanModifiers: stable,
+				MarkdownDescription: "When provisioning started (RFC 3339)."},
+			"ready_at": schema.StringAttribute{Computed: true, PlanModifiers: stable,
+				MarkdownDescription: "When the sandbox became ready (RFC 3339)."},
+			"ttl": schema.StringAttribute{Optional: true, Computed: true,
+				MarkdownDescription: "Lifetime, a duration such as `90m` or `8h`; default: the profile's `ttl`. Gives `expires_at`; " +
+					"changing it moves the expiry in place (no replacement). Metered profiles are quoted for it."},
+			"expires_at": schema.StringAttribute{Computed: true,
+				MarkdownDescription: "When the sandbox expires: `created_at` + `ttl` (RFC 3339), kept in the host record."},
+			"estimated_cost_usd": schema.Float64Attribute{Computed: true,
+				MarkdownDescription: "Metered profiles: the quote (hourly price × ttl), shown at plan time and held against the credits ledger while the sandbox lives. Null for self-hosted ones."},
+		},
+		Blocks: map[string]schema.Block{
+			"timeouts": timeouts.Block(ctx, timeouts.Opts{Create: true, Read: true, Delete: true}),
+		},
+	}
+}
+
+func (r *SandboxResource) IdentitySchema(_ context.Context, _ resource.IdentitySchemaRequest, resp *resource.IdentitySchemaResponse) {
+	resp.IdentitySchema = hostIDIdentity("sandbox")
+}
+
+// privateAdoptEnv marks a sandbox imported since its last apply. env is
+// never recorded on the host, so an import cannot read it back: the next
+// apply takes the configured env as the sandbox's (in place, touching
+// nothing on the host) instead of replacing a sandbox that is fine.
+const privateAdoptEnv = "adopt_env"
+
+// publishedPortsChangeReplaces: a state written before published_ports
+// existed (a plan with -refresh=false right after an upgrade) has none;
+// that sandbox is not replaced for the default the plan fills in.
+func publishedPortsChangeReplaces(_ context.Context, req planmodifier.StringRequest, resp *stringplanmodifier.RequiresReplaceIfFuncResponse) {
+	resp.RequiresReplace = !req.StateValue.IsNull()
+}
+
+func envChangeReplaces(ctx context.Context, req planmodifier.MapRequest, resp *mapplanmodifier.RequiresReplaceIfFuncResponse) {
+	adopt, diags := req.Private.GetKey(ctx, privateAdoptEnv)
+	resp.Diagnostics.Append(diags...)
+	resp.RequiresReplace = !req.StateValue.IsNull() || string(adopt) != "true"
+}
+
+// sandboxListModel is a sandboxer_sandbox list block: its filters.
+type sandboxListModel struct {
+	Host    types.String `tfsdk:"host"`
+	Profile types.String `tfsdk:"profile"`
+	Labels  types.Map    `tfsdk:"labels"`
+	Status  types.String `tfsdk:"status"`
+	Expired types.Bool   `tfsdk:"expired"`
+}
+
+func (l *SandboxListResource) ListResourceConfigSchema(_ context.Context, _ list.ListResourceSchemaRequest, resp *list.ListResourceSchemaResponse) {
+	resp.Schema = listschema.Schema{
+		MarkdownDescription: "Sandboxes recorded on the provider's hosts, whoever created them: adopt the sandboxes of another " +
+			"pipeline (`terraform query -generate-config-out`), or find strays. Every filter given must match. Needs Terraform >= 1.14.",
+		Attributes: map[string]listschema.Attribute{
+			"host": listschema.StringAttribute{Optional: true,
+				MarkdownDescription: "Host block name (or `local`) to list. Default: every host of the provider."},
+			"profile": listschema.StringAttribute{Optional: true,
+				MarkdownDescription: "Only sandboxes of this profile, e.g. `profile.compose-e2e`."},
+			"labels": listschema.MapAttribute{Optional: true, ElementType: types.StringType,
+				MarkdownDescription: "Only sandboxes carrying every one of these labels with these values."},
+			"status": listschema.StringAttribute{Optional: true,
+				Validators: []validator.String{stringvalidator.OneOf(backends.StatusReady, backends.StatusStopped,
+					backends.StatusDegraded, backends.StatusMissing)},
+				MarkdownDescription: "Only sandboxes whose live status is this: `ready`, `stopped`, `degraded` or `missing`."},
+			"expired": listschema.BoolAttribute{Optional: true,
+				MarkdownDescription: "`true`: only sandboxes past their `expires_at` (what the reaper removes next); `false`: only those not expired."},
+		},
+	}
 }
 
 var portType = types.ObjectType{AttrTypes: map[string]attr.Type{
@@ -154,62 +320,6 @@ func (m *sandboxModel) fromBackend(ctx context.Context, sb *backends.Sandbox, st
 	r := reachOf(st.Services, endpointHost)
 	m.Services, m.Endpoints = r.services, r.endpoints
 	return diags
-}
-
-func stringOrNull(s string) types.String {
-	if s == "" {
-		return types.StringNull()
-	}
-	return types.StringValue(s)
-}
-
-// mapFromHost converts a map read from the host. An empty map keeps the
-// current value's form (null or {}), so a config that omits the attribute
-// and one that writes {} both show no diff.
-func mapFromHost(ctx context.Context, current types.Map, m map[string]string, diags *diag.Diagnostics) types.Map {
-	if len(m) == 0 {
-		if !current.IsNull() && !current.IsUnknown() && len(current.Elements()) == 0 {
-			return current
-		}
-		return types.MapNull(types.StringType)
-	}
-	v, d := types.MapValueFrom(ctx, types.StringType, m)
-	diags.Append(d...)
-	return v
-}
-
-// stringMap reads a map attribute; null and unknown read as empty.
-func stringMap(ctx context.Context, v types.Map, diags *diag.Diagnostics) map[string]string {
-	out := map[string]string{}
-	if v.IsNull() || v.IsUnknown() {
-		return out
-	}
-	diags.Append(v.ElementsAs(ctx, &out, false)...)
-	return out
-}
-
-// listFromHost converts a string list read from the host, keeping the
-// current value's form when both are empty (as mapFromHost does).
-func listFromHost(ctx context.Context, current types.List, l []string, diags *diag.Diagnostics) types.List {
-	if len(l) == 0 {
-		if !current.IsNull() && !current.IsUnknown() && len(current.Elements()) == 0 {
-			return current
-		}
-		return types.ListNull(types.StringType)
-	}
-	v, d := types.ListValueFrom(ctx, types.StringType, l)
-	diags.Append(d...)
-	return v
-}
-
-// stringList reads a list attribute; null and unknown read as empty.
-func stringList(ctx context.Context, v types.List, diags *diag.Diagnostics) []string {
-	var out []string
-	if v.IsNull() || v.IsUnknown() {
-		return out
-	}
-	diags.Append(v.ElementsAs(ctx, &out, false)...)
-	return out
 }
 
 // failedCreate makes a planned sandbox whose create failed and whose cleanup

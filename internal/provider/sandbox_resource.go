@@ -8,20 +8,9 @@ import (
 	"slices"
 	"time"
 
-	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
-	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
-	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64planmodifier"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/mapplanmodifier"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
-	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
@@ -30,7 +19,6 @@ import (
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/catalog"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/events"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/hosts"
-	"github.com/sand-boxer/terraform-provider-sandboxer/internal/localdir"
 )
 
 var (
@@ -40,13 +28,6 @@ var (
 	_ resource.ResourceWithImportState    = &SandboxResource{}
 	_ resource.ResourceWithValidateConfig = &SandboxResource{}
 	_ resource.ResourceWithIdentity       = &SandboxResource{}
-)
-
-// Default timeouts: compose stacks may build images on first start.
-const (
-	defaultCreateTimeout = 10 * time.Minute
-	defaultDeleteTimeout = 5 * time.Minute
-	defaultReadTimeout   = 2 * time.Minute
 )
 
 // NewSandboxResource is the resource constructor.
@@ -61,337 +42,8 @@ func (r *SandboxResource) Metadata(_ context.Context, req resource.MetadataReque
 	resp.TypeName = req.ProviderTypeName + "_sandbox"
 }
 
-func (r *SandboxResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
-	stable := []planmodifier.String{stringplanmodifier.UseStateForUnknown()}
-	resp.Schema = schema.Schema{
-		Version: sandboxSchemaVersion, // states of earlier versions: UpgradeState
-		MarkdownDescription: "A sandbox: an isolated workspace or docker-compose stack on a host, up and ready when apply " +
-			"finishes, torn down completely on destroy. The host keeps a record of it, so drift is detected and " +
-			"`terraform import` works from the host alone.",
-		Attributes: map[string]schema.Attribute{
-			"id": schema.StringAttribute{Computed: true, PlanModifiers: stable,
-				MarkdownDescription: "Sandbox id, unique on its host."},
-			"profile": schema.StringAttribute{Required: true,
-				PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
-				MarkdownDescription: "Profile that says how the sandbox is established, e.g. `profile.compose-e2e` or `profile.workspace`."},
-			"host": schema.StringAttribute{Optional: true, Computed: true,
-				// Replacement on a host change is decided in ModifyPlan, after the
-				// placement rule has filled in an unset host.
-				PlanModifiers: stable,
-				MarkdownDescription: "Host (a `host` block of the provider, or `local`). Default: the pool host chosen for `host_pool`, " +
-					"else the provider's `default_host` (env `SANDBOXER_HOST`), else the profile's first placement entry the provider " +
-					"declares (a host, or a pool), else `local`; metered profiles run on `local`. Known at plan time, except when a " +
-					"pool chooses it: then at create."},
-			"host_pool": schema.StringAttribute{Optional: true,
-				Validators: []validator.String{stringvalidator.ConflictsWith(path.MatchRoot("host"))},
-				MarkdownDescription: "Host pool (host blocks with this `pool`) to place the sandbox in: on create, the host with the most " +
-					"headroom (free sandbox slots, memory, CPU, disk; read live, counting what the same run placed), ties by name. " +
-					"The plan checks the pool is not full and warns about hosts it had to skip. An existing sandbox never moves; " +
-					"a replacement is placed again."},
-			"host_labels": schema.MapAttribute{Optional: true, ElementType: types.StringType,
-				MarkdownDescription: "Labels a pool host must carry (its `labels`) to be chosen."},
-			"inputs": schema.MapAttribute{Optional: true, ElementType: types.StringType,
-				PlanModifiers:       []planmodifier.Map{mapplanmodifier.RequiresReplace()},
-				MarkdownDescription: "Inputs the profile declares, e.g. `repo`: a local directory copied into the workspace. Values are never interpreted by a shell."},
-			"env": schema.MapAttribute{Optional: true, Sensitive: true, ElementType: types.StringType,
-				PlanModifiers: []planmodifier.Map{mapplanmodifier.RequiresReplaceIf(envChangeReplaces,
-					"A change replaces the sandbox, except the first apply after an import, which adopts the configured env.",
-					"A change replaces the sandbox, except the first apply after an import, which adopts the configured env.")},
-				MarkdownDescription: "Environment written to the workspace as `.env` (mode 0600; the compose `.env`). Never stored in the host record, " +
-					"but kept in Terraform state like every argument (`sensitive` only hides it from the UI): use `env_wo` for secrets."},
-			"env_wo": schema.MapAttribute{Optional: true, Sensitive: true, WriteOnly: true, ElementType: types.StringType,
-				MarkdownDescription: "Write-only environment, merged into the workspace `.env` beside `env` (names may not repeat). Read from the " +
-					"configuration when the sandbox is created and never stored: not in state, plan, the host record or logs, not even as a hash. " +
-					"Change `env_wo_version` to roll out new values (the sandbox is replaced). Needs Terraform >= 1.11 or OpenTofu >= 1.11."},
-			"env_wo_version": schema.Int64Attribute{Optional: true,
-				PlanModifiers:       []planmodifier.Int64{int64planmodifier.RequiresReplace()},
-				MarkdownDescription: "Version of `env_wo`: since write-only values are not stored, changing them shows no diff; change this number to replace the sandbox with the new values."},
-			"labels": schema.MapAttribute{Optional: true, ElementType: types.StringType,
-				MarkdownDescription: "Free-form labels kept in the host record. Changing them updates in place."},
-			"extension": schema.StringAttribute{Computed: true, PlanModifiers: stable,
-				MarkdownDescription: "Extension that serves the sandbox, e.g. `ext.compose-ssh`: the profile's, or its fallback when routing chose it. Known at plan time."},
-			"status": schema.StringAttribute{Computed: true,
-				MarkdownDescription: "`ready`, or what refresh found: `stopped`, `degraded` or `missing`. Anything but `ready` plans a replacement."},
-			"workspace_dir": schema.StringAttribute{Computed: true, PlanModifiers: stable,
-				MarkdownDescription: "Absolute path of the sandbox's workspace on its host."},
-			"compose_project": schema.StringAttribute{Computed: true, PlanModifiers: stable,
-				MarkdownDescription: "Compose project name (compose sandboxes only)."},
-			"services": schema.ListAttribute{Computed: true, ElementType: serviceType,
-				MarkdownDescription: "Compose services, sorted by name, with their state (`running`, `starting`, `unhealthy`, `exited`, `missing`, ...) " +
-					"and `ports`: each published port as `{ target, protocol, host_ip, published, address }`, where `address` is " +
-					"`endpoint_host:published` (the host block's `endpoint_host`; a port bound to one address is reached there). " +
-					"The names are known at plan time: the compose file is loaded on this machine the way `docker compose` loads it. " +
-					"Refresh reads the ports with the state (no extra command): a container restarted with a new host port updates them in place."},
-			"endpoints": schema.MapAttribute{Computed: true, ElementType: types.StringType,
-				MarkdownDescription: "Where each published port is reached: `\"<service>:<target>\"` (`/udp` appended for UDP) to " +
-					"`\"<endpoint_host>:<published>\"`, e.g. `sandboxer_sandbox.x.endpoints[\"web:80\"]`. Updated in place by refresh."},
-			"published_ports": schema.StringAttribute{Optional: true, Computed: true,
-				Default:    stringdefault.StaticString(backends.PortsFree),
-				Validators: []validator.String{stringvalidator.OneOf(backends.PortsFree, backends.PortsAsWritten)},
-				PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplaceIf(publishedPortsChangeReplaces,
-					"A change replaces the sandbox; a state from before the argument existed takes it in place.",
-					"A change replaces the sandbox; a state from before the argument existed takes it in place.")},
-				MarkdownDescription: "`free` (default): each port the compose file publishes gets a free host port per sandbox (container port, " +
-					"protocol and a host address written in the file are kept; otherwise the host block's `publish_address`), so copies of " +
-					"the stack run side by side; find them in `endpoints`. `as_written`: the file's host ports, as `docker compose up` would " +
-					"publish them (the plan warns that a second copy collides)."},
-			"wait_for_ports": schema.BoolAttribute{Optional: true, Computed: true, Default: booldefault.StaticBool(false),
-				MarkdownDescription: "`true`: the sandbox is ready only once every published TCP port accepts a connection on its host, within " +
-					"the create timeout; a port that never answers fails the create, naming the service and port with its last log lines."},
-			"source_hash": schema.StringAttribute{Computed: true,
-				MarkdownDescription: "Content hash of the `repo` input directory, computed at plan time: editing a file in it plans a replacement."},
-			"created_at": schema.StringAttribute{Computed: true, PlanModifiers: stable,
-				MarkdownDescription: "When provisioning started (RFC 3339)."},
-			"ready_at": schema.StringAttribute{Computed: true, PlanModifiers: stable,
-				MarkdownDescription: "When the sandbox became ready (RFC 3339)."},
-			"ttl": schema.StringAttribute{Optional: true, Computed: true,
-				MarkdownDescription: "Lifetime, a duration such as `90m` or `8h`; default: the profile's `ttl`. Gives `expires_at`; " +
-					"changing it moves the expiry in place (no replacement). Metered profiles are quoted for it."},
-			"expires_at": schema.StringAttribute{Computed: true,
-				MarkdownDescription: "When the sandbox expires: `created_at` + `ttl` (RFC 3339), kept in the host record."},
-			"estimated_cost_usd": schema.Float64Attribute{Computed: true,
-				MarkdownDescription: "Metered profiles: the quote (hourly price × ttl), shown at plan time and held against the credits ledger while the sandbox lives. Null for self-hosted ones."},
-		},
-		Blocks: map[string]schema.Block{
-			"timeouts": timeouts.Block(ctx, timeouts.Opts{Create: true, Read: true, Delete: true}),
-		},
-	}
-}
-
-func (r *SandboxResource) IdentitySchema(_ context.Context, _ resource.IdentitySchemaRequest, resp *resource.IdentitySchemaResponse) {
-	resp.IdentitySchema = hostIDIdentity("sandbox")
-}
-
 func (r *SandboxResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
 	r.data = providerDataFrom(req.ProviderData, &resp.Diagnostics)
-}
-
-// ModifyPlan makes plan-time decisions: the lifetime, routing (extension,
-// host and quoted cost), input validation (nothing on the host is touched),
-// the repo content hash, and a replacement when refresh found the sandbox
-// not ready.
-func (r *SandboxResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
-	if req.Plan.Raw.IsNull() || r.data == nil {
-		return // destroy, or provider not configured yet
-	}
-	var plan sandboxModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	var state *sandboxModel
-	if !req.State.Raw.IsNull() {
-		state = &sandboxModel{}
-		resp.Diagnostics.Append(req.State.Get(ctx, state)...)
-	}
-
-	if plan.Profile.IsUnknown() {
-		return
-	}
-	profile, err := r.data.catalog.Get(plan.Profile.ValueString())
-	if err != nil {
-		resp.Diagnostics.AddAttributeError(path.Root("profile"), "Unknown Profile", err.Error())
-		return
-	}
-	var configHost, configTTL types.String
-	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("host"), &configHost)...)
-	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("ttl"), &configTTL)...)
-	if configHost.IsUnknown() || configTTL.IsUnknown() || plan.HostPool.IsUnknown() || plan.HostLabels.IsUnknown() {
-		return
-	}
-	poolLabels := stringMap(ctx, plan.HostLabels, &resp.Diagnostics)
-
-	// The lifetime: the ttl argument, else the profile's.
-	ttl := profile.TTLDuration()
-	plan.TTL = stringOrNull(profile.TTL)
-	if !configTTL.IsNull() {
-		if ttl, err = time.ParseDuration(configTTL.ValueString()); err != nil || ttl <= 0 {
-			resp.Diagnostics.AddAttributeError(path.Root("ttl"), "Invalid TTL",
-				fmt.Sprintf("ttl %q is not a positive duration such as 90m or 8h", configTTL.ValueString()))
-			return
-		}
-		plan.TTL = configTTL
-	}
-
-	// Extension and host: routed when the sandbox is created; an existing
-	// sandbox keeps what it was created with (a credits change never moves it).
-	if state == nil {
-		var credits *float64
-		avail, ok, err := r.data.registry.Credits()
-		if err != nil {
-			resp.Diagnostics.AddAttributeError(path.Root("profile"), "Unable to Read Credits Ledger", err.Error())
-			return
-		}
-		if ok {
-			credits = &avail
-		}
-		rr := r.placementRequest(configHost, plan.HostPool)
-		rr.TTL, rr.Credits = ttl, credits
-		route, err := r.data.catalog.Route(profile, rr)
-		if err != nil {
-			resp.Diagnostics.AddAttributeError(path.Root("profile"), "Unable to Place Sandbox", err.Error())
-			return
-		}
-		if route.Reason != "" {
-			resp.Diagnostics.AddAttributeWarning(path.Root("profile"), "Sandbox Routed to Fallback", route.Reason)
-		}
-		plan.Extension = types.StringValue(route.Extension)
-		plan.Host = types.StringValue(route.Host)
-		if route.Pool != "" {
-			plan.Host = r.planPool(ctx, route.Pool, poolLabels, &resp.Diagnostics)
-		} else if len(poolLabels) > 0 {
-			resp.Diagnostics.AddAttributeError(path.Root("host_labels"), "Host Labels Without a Pool",
-				fmt.Sprintf("host_labels choose among the hosts of a pool, but this sandbox goes to host %q: set host_pool instead of host", route.Host))
-		}
-		plan.EstimatedCostUSD = types.Float64Null()
-		if route.Metered {
-			plan.EstimatedCostUSD = types.Float64Value(route.QuoteUSD)
-		}
-		plan.ExpiresAt = types.StringUnknown()
-		if ttl == 0 {
-			plan.ExpiresAt = types.StringNull()
-		}
-	} else {
-		plan.Extension, plan.EstimatedCostUSD = state.Extension, state.EstimatedCostUSD
-		if !state.EstimatedCostUSD.IsNull() && ttl > 0 { // metered: the quote follows the ttl
-			plan.EstimatedCostUSD = types.Float64Value(backends.Quote(profile.HourlyPriceUSD, ttl))
-		}
-		if configHost.IsNull() {
-			plan.Host = state.Host
-		}
-		plan.ExpiresAt = types.StringNull()
-		if created, err := time.Parse(time.RFC3339, state.CreatedAt.ValueString()); err == nil && ttl > 0 {
-			plan.ExpiresAt = types.StringValue(created.Add(ttl).UTC().Format(time.RFC3339))
-		}
-		if !plan.Host.Equal(state.Host) {
-			resp.RequiresReplace = append(resp.RequiresReplace, path.Root("host"))
-		}
-	}
-	if plan.Host.IsUnknown() {
-		// Chosen from a pool at create; the pool was checked above.
-	} else if _, err := r.data.host(plan.Host.ValueString()); err != nil {
-		resp.Diagnostics.AddAttributeError(path.Root("host"), "Unknown Host", err.Error())
-	}
-	ext, err := r.data.registry.Extension(plan.Extension.ValueString())
-	if err != nil {
-		resp.Diagnostics.AddAttributeError(path.Root("profile"), "Unsupported Profile", fmt.Sprintf("profile %s: %v", profile.Name, err))
-		return
-	}
-
-	// Known when the extension reads its inputs at plan time.
-	var plannedServices []string
-	var planWarnings []backends.Finding
-	var planner backends.Planner
-	var inputs, env map[string]string
-	if !plan.Inputs.IsUnknown() && !plan.Env.IsUnknown() {
-		inputs = stringMap(ctx, plan.Inputs, &resp.Diagnostics)
-		if err := profile.CheckInputs(inputs); err != nil {
-			resp.Diagnostics.AddAttributeError(path.Root("inputs"), "Invalid Sandbox Inputs", err.Error())
-		} else if err := ext.Validate(profile, inputs); err != nil {
-			resp.Diagnostics.AddAttributeError(path.Root("inputs"), "Invalid Sandbox Inputs", err.Error())
-		}
-		var envKnown bool
-		env, envKnown = r.sandboxEnv(ctx, plan.Env, req.Config, &resp.Diagnostics)
-		if resp.Diagnostics.HasError() {
-			return
-		}
-		if p, isPlanner := ext.(backends.Planner); isPlanner && envKnown && !plan.PublishedPorts.IsUnknown() {
-			planner = p
-		}
-		plan.SourceHash = types.StringNull()
-		if repo := inputs["repo"]; repo != "" {
-			hash, err := localdir.Hash(repo)
-			if err != nil {
-				resp.Diagnostics.AddAttributeError(path.Root("inputs"), "Unable to Read Repo Directory", err.Error())
-				return
-			}
-			plan.SourceHash = types.StringValue(hash)
-		}
-	} else {
-		plan.SourceHash = types.StringUnknown()
-	}
-
-	if state != nil {
-		if !plan.SourceHash.Equal(state.SourceHash) {
-			resp.RequiresReplace = append(resp.RequiresReplace, path.Root("source_hash"))
-		}
-		// Refresh found the sandbox stopped, degraded or half gone: replace it.
-		if state.Status.ValueString() != backends.StatusReady {
-			resp.RequiresReplace = append(resp.RequiresReplace, path.Root("status"))
-		}
-	}
-	// The compose file is read for a sandbox about to be created or
-	// replaced. One whose content, inputs, env and profile are those in
-	// state, and that is ready, was read when it was created: a plan of
-	// many unchanged sandboxes does not parse them all again.
-	unchanged := state != nil && len(resp.RequiresReplace) == 0 && plan.SourceHash.Equal(state.SourceHash) &&
-		plan.Inputs.Equal(state.Inputs) && plan.Env.Equal(state.Env) && plan.EnvWOVersion.Equal(state.EnvWOVersion) &&
-		plan.Profile.Equal(state.Profile) && plan.PublishedPorts.Equal(state.PublishedPorts)
-	if planner != nil && !unchanged {
-		p, err := planner.Plan(profile, inputs, env, backends.PlanOptions{PublishedPorts: plan.PublishedPorts.ValueString()})
-		if err != nil {
-			// Every problem in the file at once, each its own error.
-			for _, e := range unjoin(err) {
-				resp.Diagnostics.AddAttributeError(path.Root("inputs"), "Invalid Compose File", e.Error())
-			}
-			return
-		}
-		plannedServices, planWarnings = p.Services, p.Warnings
-	}
-	// Said when the stack is created from this content, not on every plan.
-	if state == nil || !plan.SourceHash.Equal(state.SourceHash) {
-		for _, w := range planWarnings {
-			resp.Diagnostics.AddAttributeWarning(path.Root("inputs"), w.Summary, w.Detail)
-		}
-	}
-	replacing := state == nil || len(resp.RequiresReplace) > 0
-	if state != nil && replacing && configHost.IsNull() && plan.EstimatedCostUSD.IsNull() {
-		// A replacement is placed again (metered ones stay on local); the
-		// sandbox it replaces never moved. Terraform plans the replacement
-		// next as a create, which checks the pool; the place of the
-		// sandbox it replaces is free by then.
-		if _, pool := catalog.Place(profile, r.placementRequest(configHost, plan.HostPool)); pool != "" {
-			r.data.replacing(state.Host.ValueString())
-			plan.Host = types.StringUnknown()
-		}
-	}
-	if replacing {
-		plan.Status = types.StringValue(backends.StatusReady)
-		plan.Services = plannedServiceList(plannedServices)
-		plan.Endpoints = types.MapUnknown(types.StringType)
-	} else {
-		// An in-place update (labels) does not touch the services; Update
-		// keeps these as planned and the next refresh reports any change.
-		plan.Status = state.Status
-		plan.Services = state.Services
-		plan.Endpoints = state.Endpoints
-	}
-	resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
-}
-
-// placementRequest is what routing needs to know where a sandbox goes.
-func (r *SandboxResource) placementRequest(configHost, hostPool types.String) catalog.RouteRequest {
-	return catalog.RouteRequest{
-		Host: configHost.ValueString(), Pool: hostPool.ValueString(), DefaultHost: r.data.defaultHost,
-		Declared:     func(h string) bool { _, ok := r.data.hosts[h]; return ok },
-		DeclaredPool: func(p string) bool { _, ok := r.data.placer.pools[p]; return ok },
-	}
-}
-
-// planPool checks that pool can take the sandbox (counting what this plan
-// placed before it) and returns the host as planned: unknown, chosen at
-// create (pools.go says why). Hosts that had to be skipped are warnings.
-func (r *SandboxResource) planPool(ctx context.Context, pool string, labels map[string]string, diags *diag.Diagnostics) types.String {
-	placement, err := r.data.place(ctx, pool, labels, false)
-	if err != nil {
-		diags.AddAttributeError(path.Root("host_pool"), "Unable to Place Sandbox", err.Error())
-		return types.StringUnknown()
-	}
-	for _, s := range placement.Skipped {
-		diags.AddAttributeWarning(path.Root("host_pool"), "Pool Host Skipped",
-			fmt.Sprintf("pool %q: host %q was skipped: %s", pool, s.Host, s.Reason))
-	}
-	return types.StringUnknown()
 }
 
 func (r *SandboxResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
@@ -415,7 +67,7 @@ func (r *SandboxResource) Create(ctx context.Context, req resource.CreateRequest
 	}
 	if plan.Host.IsUnknown() {
 		// Placed in a pool now, with what this apply has placed counted.
-		_, pool := catalog.Place(profile, r.placementRequest(types.StringNull(), plan.HostPool))
+		_, pool := catalog.Place(profile, r.data.placementRequest(types.StringNull(), plan.HostPool))
 		placement, err := r.data.place(ctx, pool, stringMap(ctx, plan.HostLabels, &resp.Diagnostics), true)
 		if err != nil {
 			resp.Diagnostics.AddAttributeError(path.Root("host_pool"), "Unable to Place Sandbox", err.Error())
@@ -430,7 +82,7 @@ func (r *SandboxResource) Create(ctx context.Context, req resource.CreateRequest
 		resp.Diagnostics.AddError("Unable to Create Sandbox", err.Error())
 		return
 	}
-	env, _ := r.sandboxEnv(ctx, plan.Env, req.Config, &resp.Diagnostics)
+	env, _ := sandboxEnv(ctx, plan.Env, req.Config, &resp.Diagnostics)
 	if resp.Diagnostics.HasError() {
 		return
 	}
@@ -639,25 +291,6 @@ func (r *SandboxResource) ImportState(ctx context.Context, req resource.ImportSt
 	resp.Diagnostics.Append(resp.Private.SetKey(ctx, privateAdoptEnv, []byte("true"))...)
 }
 
-// privateAdoptEnv marks a sandbox imported since its last apply. env is
-// never recorded on the host, so an import cannot read it back: the next
-// apply takes the configured env as the sandbox's (in place, touching
-// nothing on the host) instead of replacing a sandbox that is fine.
-const privateAdoptEnv = "adopt_env"
-
-// publishedPortsChangeReplaces: a state written before published_ports
-// existed (a plan with -refresh=false right after an upgrade) has none;
-// that sandbox is not replaced for the default the plan fills in.
-func publishedPortsChangeReplaces(_ context.Context, req planmodifier.StringRequest, resp *stringplanmodifier.RequiresReplaceIfFuncResponse) {
-	resp.RequiresReplace = !req.StateValue.IsNull()
-}
-
-func envChangeReplaces(ctx context.Context, req planmodifier.MapRequest, resp *mapplanmodifier.RequiresReplaceIfFuncResponse) {
-	adopt, diags := req.Private.GetKey(ctx, privateAdoptEnv)
-	resp.Diagnostics.Append(diags...)
-	resp.RequiresReplace = !req.StateValue.IsNull() || string(adopt) != "true"
-}
-
 // ValidateConfig names the CLI versions write-only values need: older ones
 // would otherwise keep them in state or fail with a protocol error.
 func (r *SandboxResource) ValidateConfig(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
@@ -674,7 +307,7 @@ func (r *SandboxResource) ValidateConfig(ctx context.Context, req resource.Valid
 // env_wo (write-only, so read from the config, never from plan or state).
 // ok is false while a value is unknown (plan time); names are checked, and
 // may not appear in both.
-func (r *SandboxResource) sandboxEnv(ctx context.Context, env types.Map, config tfsdk.Config, diags *diag.Diagnostics) (map[string]string, bool) {
+func sandboxEnv(ctx context.Context, env types.Map, config tfsdk.Config, diags *diag.Diagnostics) (map[string]string, bool) {
 	var envWO types.Map
 	diags.Append(config.GetAttribute(ctx, path.Root("env_wo"), &envWO)...)
 	if env.IsUnknown() || envWO.IsUnknown() {
@@ -697,28 +330,4 @@ func (r *SandboxResource) sandboxEnv(ctx context.Context, env types.Map, config 
 		out[k] = wo[k]
 	}
 	return out, true
-}
-
-// plannedServiceList is the services a plan shows: the names when the
-// compose file was read at plan time (their state is known after apply),
-// else unknown.
-func plannedServiceList(names []string) types.List {
-	if names == nil {
-		return types.ListUnknown(serviceType)
-	}
-	elems := make([]attr.Value, len(names))
-	for i, n := range names {
-		elems[i] = types.ObjectValueMust(serviceType.AttrTypes, map[string]attr.Value{
-			"name": types.StringValue(n), "state": types.StringUnknown(), "ports": types.ListUnknown(portType),
-		})
-	}
-	return types.ListValueMust(serviceType, elems)
-}
-
-// unjoin is the errors an error joins (errors.Join), or the error itself.
-func unjoin(err error) []error {
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		return j.Unwrap()
-	}
-	return []error{err}
 }
