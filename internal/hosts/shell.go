@@ -4,8 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -32,21 +30,28 @@ import (
 // free closes an idle shell and takes its token (SSH.acquire).
 //
 // The protocol, over the session's stdin, stdout and stderr, one command at
-// a time, marked by a nonce of 128 random bits per command that no output
-// can contain by chance:
+// a time, in the framing of frame.go (a fresh Mark per command):
 //
-//	client: NONCE \n SCRIPT-LINES \n NONCE \n
-//	shell:  NONCE \n (ack: the script is whole and about to run)
-//	        the script's stdout, then NONCE RC \n          on stdout
-//	        the script's stderr, then NONCE                on stderr
+//	client: MARK \n SCRIPT-LINES \n MARK \n
+//	shell:  MARK ack \n    on stdout and on stderr: the script is whole and about to run
+//	        the script's stdout, then MARK end RC \n    on stdout
+//	        the script's stderr, then MARK end \n       on stderr
 //
 // A script cut short (the connection ends mid-request) is never run: the
-// shell runs only what ends with the nonce line. The client sends nothing
-// while a command runs, so input then means the session ended (the client
-// gave up on the command, or the connection died): a watcher reading the
-// shell's input kills the shell's process group, the command and whatever
-// it started with it. sshd's signal requests cannot do that: OpenSSH
-// refuses them ("session signalling requires privilege separation").
+// shell runs only what ends with the mark line. The command's output and
+// error go through pipes the loop waits on, so the end lines come only
+// once nothing holds them open: a background child of the command that
+// keeps its output writes before the end line, never into the next
+// command's output. As in a session of its own, such a command is not
+// finished until that child closes its output (or is killed with it).
+//
+// The client sends nothing while a command runs, so input then means the
+// session ended (the client gave up on the command, or the connection
+// died): a watcher reading the shell's input kills the shell's process
+// group (sshd makes the session's process group the loop's, so the loop
+// dies with its command, and the session with it). sshd's signal requests
+// cannot do that: OpenSSH refuses them ("session signalling requires
+// privilege separation").
 type shell struct {
 	client  *ssh.Client
 	session *ssh.Session
@@ -54,7 +59,7 @@ type shell struct {
 	out     *bufio.Reader
 	errs    *bufio.Reader
 	ended   chan struct{} // closed when the session has ended
-	exit    error         // session.Wait's answer, once ended
+	exit    error         // session.Wait's answer; read only once ended is closed
 	idle    time.Time     // since when it waits for a command
 	running bool          // the loop was started: ended will be closed
 	once    sync.Once
@@ -73,16 +78,19 @@ const shellProbeAfter = 10 * time.Second
 
 // shellBanner is what a shell prints on both streams once it is reading
 // requests; whatever the login shell printed before it is discarded.
-const shellBanner = "sandboxer-shell-v1\n"
+const shellBanner = "sandboxer-shell-v2\n"
 
 // shellScript is the shell's loop, run with `sh -c`. Its variables are
 // prefixed and not exported: a command sees the session's environment, as
 // in a session of its own. The command runs in the foreground (signals as
-// in a session); the watcher, in the background, reads the shell's input
-// (fd 3: a background list's stdin is /dev/null) and kills the process
-// group, which sshd made the session's own.
-const shellScript = `printf 'sandboxer-shell-v1\n'; printf 'sandboxer-shell-v1\n' >&2
-exec 3<&0
+// in a session) with its output through a cat each, which end once every
+// holder of the command's output closed it; its status comes back through
+// fd 6 to the command substitution. The watcher, in the background, reads
+// the shell's input (fd 3: a background list's stdin is /dev/null) and
+// kills the process group. The command gets none of the loop's own
+// descriptors (3 to 6).
+const shellScript = `printf 'sandboxer-shell-v2\n'; printf 'sandboxer-shell-v2\n' >&2
+exec 3<&0 4>&1 5>&2
 while IFS= read -r _sbx_n; do
 	_sbx_s= _sbx_e=
 	while IFS= read -r _sbx_l; do
@@ -93,13 +101,12 @@ while IFS= read -r _sbx_n; do
 	[ -n "$_sbx_e" ] || exit 0
 	{ IFS= read -r _sbx_l; kill -s KILL 0; } <&3 &
 	_sbx_w=$!
-	printf '%s\n' "$_sbx_n"
-	sh -c "$_sbx_s" </dev/null 3<&-
-	_sbx_r=$?
+	printf '%s ack\n' "$_sbx_n"; printf '%s ack\n' "$_sbx_n" >&2
+	_sbx_r=$({ { { sh -c "$_sbx_s" </dev/null 3<&- 4>&- 5>&- 6>&-; echo $? >&6; } | cat >&4; } 2>&1 | cat >&5; } 6>&1)
 	kill "$_sbx_w" 2>/dev/null
 	wait "$_sbx_w" 2>/dev/null
-	printf '%s' "$_sbx_n" >&2
-	printf '%s %d\n' "$_sbx_n" "$_sbx_r"
+	printf '%s end\n' "$_sbx_n" >&2
+	printf '%s end %s\n' "$_sbx_n" "$_sbx_r"
 done`
 
 // errNotRun says a command was not run in a shell (none could take it, or
@@ -132,10 +139,11 @@ func (s *SSH) runShell(ctx context.Context, script string, stdout io.Writer) err
 func (s *SSH) shellFor(ctx context.Context) (*shell, error) {
 	for {
 		if sh := s.takeIdle(); sh != nil {
-			if time.Since(sh.idle) < shellProbeAfter || s.answers(ctx, sh.client) {
+			if time.Since(sh.idle) < shellProbeAfter || alive(ctx, sh.client) {
 				return sh, nil
 			}
-			sh.close() // its connection is gone: the next shell redials
+			tflog.Debug(ctx, "an idle shell's connection is gone: closing the shell; the next one redials", map[string]any{"host": s.cfg.Name})
+			sh.close()
 			continue
 		}
 		select {
@@ -148,26 +156,15 @@ func (s *SSH) shellFor(ctx context.Context) (*shell, error) {
 	}
 }
 
-// answers reports whether client answers a request within answerTimeout;
-// one that does not is dropped.
-func (s *SSH) answers(ctx context.Context, client *ssh.Client) bool {
-	reply := make(chan error, 1)
-	go func() {
-		// Any reply, even a refusal, is an answer.
+// alive reports whether client answers a request (any reply, even a
+// refusal, is an answer); a connection that answers nothing is closed by
+// its keepAlive, which ends the wait.
+func alive(ctx context.Context, client *ssh.Client) bool {
+	_, err := withContext(ctx, func() (bool, error) {
 		_, _, err := client.SendRequest("keepalive@openssh.com", true, nil)
-		reply <- err
-	}()
-	timer := time.NewTimer(answerTimeout)
-	defer timer.Stop()
-	select {
-	case err := <-reply:
-		return err == nil
-	case <-ctx.Done():
-		return false
-	case <-timer.C:
-		s.drop(client)
-		return false
-	}
+		return true, err
+	}, func(bool) {})
+	return err == nil
 }
 
 // takeIdle returns an idle shell of the pooled connection, if any, and
@@ -244,22 +241,16 @@ func (s *SSH) startShell(ctx context.Context) (*shell, error) {
 		sh.exit = session.Wait()
 		close(sh.ended)
 	}()
-	// Both banners, within answerTimeout: a host whose sh cannot run the
-	// loop answers with an exit instead, and one that stopped answering
-	// answers nothing.
+	// Both banners: a host whose sh cannot run the loop answers with an
+	// exit instead; one that stopped answering is closed by keepAlive.
 	ready := make(chan error, 2)
 	go func() { ready <- copyUntil(io.Discard, sh.out, []byte(shellBanner)) }()
 	go func() { ready <- copyUntil(io.Discard, sh.errs, []byte(shellBanner)) }()
-	timer := time.NewTimer(answerTimeout)
-	defer timer.Stop()
 	for range 2 {
 		select {
 		case err = <-ready:
 		case <-ctx.Done():
 			err = ctx.Err()
-		case <-timer.C:
-			s.drop(client)
-			err = fmt.Errorf("the connection did not answer in %s", answerTimeout)
 		}
 		if err == nil {
 			continue
@@ -277,7 +268,8 @@ func (s *SSH) startShell(ctx context.Context) (*shell, error) {
 		// session of its own, which redials.
 		select {
 		case <-sh.ended:
-		case <-timer.C:
+		case <-ctx.Done():
+			return nil, ctx.Err()
 		}
 		var exit *ssh.ExitError
 		if sh.exit == nil || errors.As(sh.exit, &exit) {
@@ -289,11 +281,12 @@ func (s *SSH) startShell(ctx context.Context) (*shell, error) {
 		return nil, fmt.Errorf("host %q (%s): the shell ended before it started: %w", s.cfg.Name, s.cfg.Address, errNotRun)
 	}
 	s.shellsStarted.Add(1)
+	tflog.Debug(ctx, "started a shell", map[string]any{"host": s.cfg.Name, "address": s.cfg.Address})
 	return sh, nil
 }
 
 // close ends the shell's session and gives its token back once the host
-// has ended it too (see closeKeepToken), without waiting for that.
+// has ended it too (see closeForToken), without waiting for that.
 func (sh *shell) close() {
 	sh.once.Do(func() { _ = sh.session.Close() })
 	if !sh.running {
@@ -301,32 +294,30 @@ func (sh *shell) close() {
 		return
 	}
 	go func() {
-		sh.awaitEnd()
+		<-sh.ended // a host that does not answer the close is closed by keepAlive
 		sh.release()
 	}()
 }
 
-// closeKeepToken ends the shell's session and returns once the host has
+// closeForToken ends the shell's session and returns once the host has
 // ended it too; the caller takes over its token. Closing the channel is not
 // enough: sshd counts the session against MaxSessions until the shell's
 // processes have exited (it sends its own close only then) and been
 // reaped, so a session opened at once with the token would be one over the
 // cap and refused. After the wait a refusal is rare (the reaping may still
-// lag); whileRefused asks again when it happens.
-func (sh *shell) closeKeepToken() {
+// lag); whileRefused asks again when it happens. When ctx ends first, the
+// token goes back as close gives it.
+func (sh *shell) closeForToken(ctx context.Context) error {
 	sh.once.Do(func() { _ = sh.session.Close() })
-	sh.awaitEnd()
-}
-
-// awaitEnd waits until the host has ended the shell's session, or for
-// answerTimeout (a host that does not answer a close has lost the
-// connection, which then ends every session with it).
-func (sh *shell) awaitEnd() {
-	timer := time.NewTimer(answerTimeout)
-	defer timer.Stop()
 	select {
 	case <-sh.ended:
-	case <-timer.C:
+		return nil
+	case <-ctx.Done():
+		go func() {
+			<-sh.ended
+			sh.release()
+		}()
+		return ctx.Err()
 	}
 }
 
@@ -334,22 +325,18 @@ func (sh *shell) awaitEnd() {
 // shell ready for the next command; any other error ends it (the caller
 // closes it). errNotRun says the command never ran.
 func (s *SSH) runInShell(ctx context.Context, sh *shell, script string, stdout io.Writer) error {
-	nonce := make([]byte, 16)
-	if _, err := rand.Read(nonce); err != nil {
-		return err
-	}
-	mark := []byte(hex.EncodeToString(nonce))
+	mark := NewMark()
 	var req bytes.Buffer
 	req.Grow(len(script) + 2*len(mark) + 3)
-	req.Write(mark)
-	req.WriteByte('\n')
-	req.WriteString(script)
+	req.WriteString(string(mark) + "\n" + script)
 	if !strings.HasSuffix(script, "\n") {
 		req.WriteByte('\n')
 	}
-	req.Write(mark)
-	req.WriteByte('\n')
+	req.WriteString(string(mark) + "\n")
 
+	ack := []byte(string(mark) + " ack\n")
+	outEnd := []byte(string(mark) + " end ") // followed by the status
+	errEnd := []byte(string(mark) + " end\n")
 	stderr := &tailBuffer{n: stderrTailBytes}
 	// The caller's stdout, cut when this returns early: it is theirs again.
 	w := &outWriter{w: stdout}
@@ -358,12 +345,12 @@ func (s *SSH) runInShell(ctx context.Context, sh *shell, script string, stdout i
 	rcs := make(chan int, 1)
 	errDone := make(chan error, 1)
 	go func() {
-		if err := copyUntil(io.Discard, sh.out, append(mark, '\n')); err != nil {
+		if err := copyUntil(io.Discard, sh.out, ack); err != nil {
 			acked <- err
 			return
 		}
 		acked <- nil
-		if err := copyUntil(w, sh.out, mark); err != nil {
+		if err := copyUntil(w, sh.out, outEnd); err != nil {
 			done <- err
 			return
 		}
@@ -380,36 +367,44 @@ func (s *SSH) runInShell(ctx context.Context, sh *shell, script string, stdout i
 		rcs <- rc
 		done <- w.error()
 	}()
-	go func() { errDone <- copyUntil(stderr, sh.errs, mark) }()
+	go func() {
+		// Anything before the ack is not this command's: what the
+		// previous one left is ended by its own end line.
+		if err := copyUntil(io.Discard, sh.errs, ack); err != nil {
+			errDone <- err
+			return
+		}
+		errDone <- copyUntil(stderr, sh.errs, errEnd)
+	}()
 
 	if _, err := sh.in.Write(req.Bytes()); err != nil {
 		return errNotRun // the shell had ended: the script never reached it whole
 	}
-	timer := time.NewTimer(answerTimeout)
-	defer timer.Stop()
 	select {
 	case err := <-acked:
 		if err == nil {
 			break
 		}
-		// The shell's output ended without an acknowledgement. If the
-		// connection still answers, the shell had ended on its own (it
+		// The shell's output ended without an acknowledgement. If the host
+		// said how the shell exited, it had ended on its own (it
 		// acknowledges before it runs anything, and sshd passes on what it
 		// wrote before it ended): the command did not run. Else the
-		// acknowledgement may be what was lost.
-		if s.answers(ctx, sh.client) {
+		// connection was lost, and the acknowledgement may be what was.
+		select {
+		case <-sh.ended:
+		case <-ctx.Done():
+			w.cut()
+			return ctx.Err()
+		}
+		var exit *ssh.ExitError
+		if sh.exit == nil || errors.As(sh.exit, &exit) {
+			tflog.Debug(ctx, "the shell had ended before it took the command", map[string]any{"host": s.cfg.Name, "exit": fmt.Sprint(sh.exit)})
 			return errNotRun
 		}
-		return fmt.Errorf("the connection ended before the shell acknowledged the command, which may have started: %w", err)
+		return fmt.Errorf("the connection ended before the shell acknowledged the command, which may have started: %w", s.lost(sh.client, err))
 	case <-ctx.Done():
 		sh.kill(w)
 		return ctx.Err()
-	case <-timer.C:
-		// As for a command's start in a session of its own: no answer, the
-		// connection is taken for dead (answerTimeout).
-		s.drop(sh.client)
-		w.cut()
-		return fmt.Errorf("the connection did not answer in %s", answerTimeout)
 	}
 	var err error
 	select {
@@ -428,7 +423,7 @@ func (s *SSH) runInShell(ctx context.Context, sh *shell, script string, stdout i
 	}
 	if err != nil {
 		w.cut()
-		return fmt.Errorf("command did not complete: %w", err)
+		return fmt.Errorf("command did not complete: %w", s.lost(sh.client, err))
 	}
 	if rc := <-rcs; rc != 0 {
 		return &CommandError{Host: s.cfg.Name, Script: script, ExitCode: rc, Stderr: stderr.String()}

@@ -97,7 +97,7 @@ func send(t *testing.T, in io.Writer, req string) {
 
 const testNonce = "00112233445566778899aabbccddeeff"
 
-// The loop runs what ends with the nonce line, with its output, stderr and
+// The loop runs what ends with the mark line, with its output, stderr and
 // exit status, and nothing that the stream cut short.
 func TestShellScriptRunsOnlyWholeRequests(t *testing.T) {
 	const n = testNonce
@@ -107,11 +107,11 @@ func TestShellScriptRunsOnlyWholeRequests(t *testing.T) {
 	in, out, wait := loop(t)
 
 	send(t, in, n+"\nprintf 'a\\\\b  c'\necho err >&2\ntouch "+Quote(whole)+"\nexit 3\n"+n+"\n")
-	upTo(t, out, n+"\n")
-	if got := upTo(t, out, n); got != `a\b  c` {
+	upTo(t, out, n+" ack\n")
+	if got := upTo(t, out, n+" end "); got != `a\b  c` {
 		t.Fatalf("output %q", got)
 	}
-	if rc, _ := out.ReadString('\n'); rc != " 3\n" {
+	if rc, _ := out.ReadString('\n'); rc != "3\n" {
 		t.Fatalf("exit status line %q", rc)
 	}
 	if _, err := os.Stat(whole); err != nil {
@@ -124,7 +124,7 @@ func TestShellScriptRunsOnlyWholeRequests(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v: %s", err, stderr)
 	}
-	if want := shellBanner + "err\n" + n; stderr != want {
+	if want := shellBanner + n + " ack\nerr\n" + n + " end\n"; stderr != want {
 		t.Fatalf("stderr %q, want %q", stderr, want)
 	}
 	if _, err := os.Stat(cut); !errors.Is(err, os.ErrNotExist) {
@@ -139,7 +139,7 @@ func TestShellScriptKillsOnInput(t *testing.T) {
 	late := filepath.Join(t.TempDir(), "late")
 	in, out, wait := loop(t)
 	send(t, in, n+"\n(sleep 60; touch "+Quote(late)+") & echo $!; wait\n"+n+"\n")
-	upTo(t, out, n+"\n")
+	upTo(t, out, n+" ack\n")
 	child, err := out.ReadString('\n')
 	if err != nil {
 		t.Fatal(err)
@@ -154,5 +154,32 @@ func TestShellScriptKillsOnInput(t *testing.T) {
 			t.Fatalf("the command's child %s still runs", strings.TrimSpace(child))
 		}
 		time.Sleep(20 * time.Millisecond) // polling for the reaper
+	}
+}
+
+// A command's background child that keeps its output open writes before
+// the command's end line, never into the next command's output: the loop
+// waits for the output to close, as sshd does for a session.
+func TestShellScriptKeepsStragglersInTheirCommand(t *testing.T) {
+	const n = testNonce
+	in, out, wait := loop(t)
+	send(t, in, n+"\n(sleep 0.3; echo LATE-OUT; echo LATE-ERR >&2) & echo first\n"+n+"\n")
+	upTo(t, out, n+" ack\n")
+	if got := upTo(t, out, n+" end 0\n"); got != "first\nLATE-OUT\n" {
+		t.Fatalf("first command's output %q, want its child's line in it", got)
+	}
+	const m = "ffeeddccbbaa99887766554433221100"
+	send(t, in, m+"\necho second; echo second-err >&2\n"+m+"\n")
+	upTo(t, out, m+" ack\n")
+	if got := upTo(t, out, m+" end 0\n"); got != "second\n" {
+		t.Fatalf("second command's output %q", got)
+	}
+	_ = in.Close()
+	stderr, err := wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := shellBanner + n + " ack\nLATE-ERR\n" + n + " end\n" + m + " ack\nsecond-err\n" + m + " end\n"; stderr != want {
+		t.Fatalf("stderr %q, want %q", stderr, want)
 	}
 }

@@ -172,12 +172,13 @@ func TestShellsSharedUnderLoad(t *testing.T) {
 // command: it had not taken it, so it runs elsewhere, once.
 func TestShellDeadWhileIdle(t *testing.T) {
 	tr := newSSH(t, testharness.SSHConfig(t, "dead", false))
-	pid, err := run(t, tr, "echo $PPID") // the shell's own process
+	// The shell's process group: its loop and the command's pipeline.
+	group, err := run(t, tr, "ps -o pgid= -p $$")
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	if err := tr.Run(ctx, "kill -9 "+strings.TrimSpace(pid), strings.NewReader(""), nil); err != nil {
+	if err := tr.Run(ctx, "kill -9 -"+strings.TrimSpace(group), strings.NewReader(""), nil); err != nil {
 		t.Fatal(err)
 	}
 	count := filepath.Join(t.TempDir(), "count")

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hashicorp/terraform-plugin-log/tflog"
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/agent"
 )
@@ -20,16 +21,27 @@ import (
 // probe and for an operator's own session multiplexed over a ControlMaster.
 const DefaultMaxSessions = 8
 
-// DefaultDialTimeout bounds TCP connect plus SSH handshake.
+// DefaultDialTimeout bounds a connect: the TCP connection, the SSH
+// handshake and every bastion hop, under one deadline.
 const DefaultDialTimeout = 20 * time.Second
 
-// answerTimeout bounds how long the host may take to answer a session
-// request, or to acknowledge a killed command. A connection whose server
-// processes are gone while its TCP connection stays open answers nothing,
-// and x/crypto/ssh waits for those answers without a context: past this,
-// the connection is taken for dead and closed, which ends every wait on it,
-// and the next command redials. A variable for tests.
-var answerTimeout = 30 * time.Second
+// A connection whose server processes are gone while its TCP connection
+// stays open answers nothing, and x/crypto/ssh waits for answers (a
+// session, a command's start, its output) without a context. So each
+// pooled connection is probed every keepAliveInterval (keepAlive), and one
+// that has not answered a probe within keepAliveTimeout is closed, as
+// Terraform's own SSH communicator does: that ends every wait on it, and
+// the next command redials. No call needs a watchdog of its own, and a
+// slow answer on a live connection (a loaded host) is never mistaken for a
+// dead one. Variables for tests.
+var (
+	keepAliveInterval = 5 * time.Second
+	keepAliveTimeout  = 20 * time.Second
+)
+
+// refusalRetryFor bounds how long a refused session is asked for again
+// (whileRefused).
+const refusalRetryFor = 30 * time.Second
 
 // SSHConfig says how to reach and authenticate to one host.
 type SSHConfig struct {
@@ -68,7 +80,10 @@ type SSH struct {
 	mu      sync.Mutex
 	client  *ssh.Client
 	closers []io.Closer // bastion client(s) under client
-	sftp    *sftpState  // the sftp channel on client, or the host's refusal of it; nil when not tried yet
+	// silent is the last connection closed for not answering keepalives,
+	// so that the errors of the calls it ended say why.
+	silent *ssh.Client
+	sftp   *sftpState // the sftp channel on client, or the host's refusal of it; nil when not tried yet
 
 	// sftpOpening is a lock (capacity 1) that callers can give up on when
 	// their context ends: one opener at a time, so a connection carries at
@@ -133,47 +148,91 @@ func (s *SSH) dropLocked() {
 	s.closers = nil
 }
 
-// drop closes client if it is still the pooled one: it stopped answering.
-func (s *SSH) drop(client *ssh.Client) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.client == client {
-		s.dropLocked()
+// keepAlive probes client until it is closed, and closes it when a probe
+// goes unanswered for keepAliveTimeout (see keepAliveInterval). Any reply,
+// even a refusal, is an answer.
+func (s *SSH) keepAlive(ctx context.Context, client *ssh.Client) {
+	ended := make(chan struct{})
+	go func() {
+		_ = client.Wait()
+		close(ended)
+	}()
+	for {
+		reply := make(chan error, 1)
+		go func() {
+			_, _, err := client.SendRequest("keepalive@openssh.com", true, nil)
+			reply <- err
+		}()
+		timer := time.NewTimer(keepAliveTimeout)
+		select {
+		case err := <-reply:
+			timer.Stop()
+			if err != nil {
+				return // closed
+			}
+		case <-timer.C:
+			tflog.Debug(ctx, "the SSH connection did not answer a keepalive: closing it; the next command redials", map[string]any{
+				"host": s.cfg.Name, "address": s.cfg.Address, "timeout": keepAliveTimeout.String(),
+			})
+			s.mu.Lock()
+			s.silent = client
+			if s.client == client {
+				s.dropLocked()
+			}
+			s.mu.Unlock()
+			_ = client.Close() // given up earlier already (redialled): ends its calls too
+			return
+		}
+		select {
+		case <-time.After(keepAliveInterval):
+		case <-ended:
+			return
+		}
 	}
 }
 
-// openSession opens a session on client, giving up when ctx ends or when
-// the host has not answered within answerTimeout (then the connection is
-// dropped: see answerTimeout).
-func (s *SSH) openSession(ctx context.Context, client *ssh.Client) (*ssh.Session, error) {
-	type opened struct {
-		session *ssh.Session
-		err     error
+// lost explains err, a call's failure on client, when keepAlive closed
+// client for not answering.
+func (s *SSH) lost(client *ssh.Client, err error) error {
+	s.mu.Lock()
+	silent := s.silent == client
+	s.mu.Unlock()
+	if silent {
+		return fmt.Errorf("the connection did not answer a keepalive in %s (%w)", keepAliveTimeout, err)
 	}
-	ch := make(chan opened, 1)
+	return err
+}
+
+// withContext returns call's result, or ctx's error as soon as ctx ends:
+// x/crypto/ssh's calls take no context (a dead connection ends them: see
+// keepAlive). A result that arrives after ctx ended is passed to unused.
+func withContext[T any](ctx context.Context, call func() (T, error), unused func(T)) (T, error) {
+	type result struct {
+		v   T
+		err error
+	}
+	ch := make(chan result, 1)
 	go func() {
-		session, err := client.NewSession()
-		ch <- opened{session, err}
+		v, err := call()
+		ch <- result{v, err}
 	}()
-	timer := time.NewTimer(answerTimeout)
-	defer timer.Stop()
-	var err error
 	select {
-	case o := <-ch:
-		return o.session, o.err
+	case r := <-ch:
+		return r.v, r.err
 	case <-ctx.Done():
-		err = ctx.Err()
-	case <-timer.C:
-		s.drop(client)
-		err = fmt.Errorf("the connection did not answer a session request in %s", answerTimeout)
+		go func() {
+			if r := <-ch; r.err == nil {
+				unused(r.v)
+			}
+		}()
+		var zero T
+		return zero, ctx.Err()
 	}
-	// A session that opens after all is closed unused.
-	go func() {
-		if o := <-ch; o.session != nil {
-			_ = o.session.Close()
-		}
-	}()
-	return nil, err
+}
+
+// openSession opens a session on client, giving up when ctx ends.
+func (s *SSH) openSession(ctx context.Context, client *ssh.Client) (*ssh.Session, error) {
+	return withContext(ctx, client.NewSession, func(session *ssh.Session) { _ = session.Close() })
 }
 
 // connected returns the pooled client, dialling it if needed. Callers that
@@ -184,12 +243,16 @@ func (s *SSH) connected(ctx context.Context, stale *ssh.Client) (*ssh.Client, er
 	if s.client != nil && s.client != stale {
 		return s.client, nil
 	}
+	if stale != nil {
+		tflog.Debug(ctx, "redialling: the pooled SSH connection is gone", map[string]any{"host": s.cfg.Name, "address": s.cfg.Address})
+	}
 	s.dropLocked()
 	client, closers, err := dial(ctx, s.cfg)
 	if err != nil {
 		return nil, err
 	}
 	s.client, s.closers = client, closers
+	go s.keepAlive(context.WithoutCancel(ctx), client)
 	return client, nil
 }
 
@@ -200,11 +263,15 @@ func (s *SSH) Run(ctx context.Context, script string, stdin io.Reader, stdout io
 		stdout = io.Discard
 	}
 	if stdin == nil && len(script) <= shellScriptMax && !s.noShells.Load() {
-		if err := s.runShell(ctx, script, stdout); !errors.Is(err, errNotRun) {
+		err := s.runShell(ctx, script, stdout)
+		if !errors.Is(err, errNotRun) {
 			return err
 		}
 		// No shell took the command (none could start, or the one it was
 		// sent to had ended): it runs in a session of its own.
+		tflog.Debug(ctx, "no shell took the command: it runs in a session of its own", map[string]any{
+			"host": s.cfg.Name, "error": err.Error(),
+		})
 	}
 	if err := s.acquire(ctx); err != nil {
 		return err
@@ -238,13 +305,9 @@ func (s *SSH) Run(ctx context.Context, script string, stdin io.Reader, stdout io
 		// its closed input or output (in a shell it is killed: shell.go).
 		_ = session.Signal(ssh.SIGKILL)
 		_ = session.Close()
-		// Given up: how its Wait ends says nothing more.
-		select {
-		case <-done: //nolint:errcheck // see above
-		case <-time.After(answerTimeout):
-			s.drop(client) // no answer to the close: dead; closing it ends the Wait
-			<-done         //nolint:errcheck // see above
-		}
+		// Given up: how its Wait ends says nothing more. A host that does
+		// not answer the close ends the wait by keepAlive.
+		<-done //nolint:errcheck // see above
 		return ctx.Err()
 	}
 	if err == nil {
@@ -254,7 +317,7 @@ func (s *SSH) Run(ctx context.Context, script string, stdin io.Reader, stdout io
 	if errors.As(err, &exitErr) {
 		return &CommandError{Host: s.cfg.Name, Script: script, ExitCode: exitErr.ExitStatus(), Stderr: stderr.String()}
 	}
-	return fmt.Errorf("host %q (%s): command did not complete: %w", s.cfg.Name, s.cfg.Address, err)
+	return fmt.Errorf("host %q (%s): command did not complete: %w", s.cfg.Name, s.cfg.Address, s.lost(client, err))
 }
 
 // acquire takes a session token (see SSH.sem): a free one, else an idle
@@ -267,8 +330,8 @@ func (s *SSH) acquire(ctx context.Context) error {
 		default:
 		}
 		if sh := s.takeIdle(); sh != nil {
-			sh.closeKeepToken()
-			return nil
+			tflog.Debug(ctx, "closing an idle shell to take its session token", map[string]any{"host": s.cfg.Name})
+			return sh.closeForToken(ctx)
 		}
 		select {
 		case s.sem <- struct{}{}:
@@ -287,14 +350,17 @@ func (s *SSH) newSession(ctx context.Context) (*ssh.Session, *ssh.Client, error)
 	if err != nil {
 		return nil, nil, err
 	}
-	session, err := s.openRefused(ctx, client)
+	session, err := s.openSessionUntilAccepted(ctx, client)
 	var refused *ssh.OpenChannelError
 	if err != nil && !errors.As(err, &refused) && ctx.Err() == nil {
 		// The pooled connection died (host rebooted, idle timeout): redial once.
+		stale := client
 		if client, err = s.connected(ctx, client); err != nil {
 			return nil, nil, err
 		}
-		session, err = s.openRefused(ctx, client)
+		if session, err = s.openSessionUntilAccepted(ctx, client); err != nil {
+			err = s.lost(stale, err)
+		}
 	}
 	if err != nil {
 		if ctx.Err() != nil {
@@ -302,15 +368,16 @@ func (s *SSH) newSession(ctx context.Context) (*ssh.Session, *ssh.Client, error)
 		}
 		if errors.As(err, &refused) {
 			return nil, nil, fmt.Errorf("host %q (%s): the host refused a session for %s (%w): its sshd's MaxSessions may be below %d, the sessions the provider opens at once on a connection",
-				s.cfg.Name, s.cfg.Address, answerTimeout, err, cap(s.sem))
+				s.cfg.Name, s.cfg.Address, refusalRetryFor, err, cap(s.sem))
 		}
-		return nil, nil, fmt.Errorf("host %q (%s): unable to open SSH session: %w", s.cfg.Name, s.cfg.Address, err)
+		return nil, nil, fmt.Errorf("host %q (%s): unable to open SSH session: %w", s.cfg.Name, s.cfg.Address, s.lost(client, err))
 	}
 	return session, client, nil
 }
 
-// openRefused is openSession, asking again while the host refuses.
-func (s *SSH) openRefused(ctx context.Context, client *ssh.Client) (*ssh.Session, error) {
+// openSessionUntilAccepted is openSession, asking again while the host
+// refuses (whileRefused).
+func (s *SSH) openSessionUntilAccepted(ctx context.Context, client *ssh.Client) (*ssh.Session, error) {
 	return whileRefused(ctx, s.closeIdleShell, func() (*ssh.Session, error) { return s.openSession(ctx, client) })
 }
 
@@ -324,7 +391,7 @@ func (s *SSH) closeIdleShell() {
 }
 
 // whileRefused calls open again while the host refuses the channel it
-// opens, for up to answerTimeout. A refusal is an answer: the connection is
+// opens, for up to refusalRetryFor. A refusal is an answer: the connection is
 // alive, and dropping it would end every command running on it. sshd
 // refuses a session over its MaxSessions ("no more sessions"), and it
 // counts a closed session until that session's processes have exited and
@@ -332,7 +399,7 @@ func (s *SSH) closeIdleShell() {
 // is below the provider's cap refuses until one of the provider's own
 // sessions ends; refused is called at each refusal, to end one.
 func whileRefused[T any](ctx context.Context, refused func(), open func() (T, error)) (T, error) {
-	deadline := time.Now().Add(answerTimeout)
+	deadline := time.Now().Add(refusalRetryFor)
 	wait := 5 * time.Millisecond
 	for {
 		v, err := open()
@@ -340,6 +407,7 @@ func whileRefused[T any](ctx context.Context, refused func(), open func() (T, er
 		if !errors.As(err, &refusal) || time.Now().Add(wait).After(deadline) {
 			return v, err
 		}
+		tflog.Debug(ctx, "the host refused a session: asking again", map[string]any{"reason": refusal.Error(), "wait": wait.String()})
 		refused()
 		timer := time.NewTimer(wait)
 		select {
@@ -352,29 +420,35 @@ func whileRefused[T any](ctx context.Context, refused func(), open func() (T, er
 	}
 }
 
-// start starts cmd in session, giving up when ctx ends or the host does not
-// answer within answerTimeout (then the connection is dropped).
+// start starts cmd in session, giving up when ctx ends (the caller's Close
+// ends the session, started or not).
 func (s *SSH) start(ctx context.Context, client *ssh.Client, session *ssh.Session, cmd string) error {
-	start := make(chan error, 1)
-	go func() { start <- session.Start(cmd) }()
-	var err error
-	select {
-	case err = <-start:
-	case <-ctx.Done():
-		return ctx.Err() // the caller's Close ends the session, started or not
-	case <-time.After(answerTimeout):
-		s.drop(client)
-		err = fmt.Errorf("the connection did not answer in %s", answerTimeout)
+	_, err := withContext(ctx, func() (struct{}, error) { return struct{}{}, session.Start(cmd) }, func(struct{}) {})
+	if err != nil && ctx.Err() == nil {
+		return fmt.Errorf("host %q (%s): unable to start command: %w", s.cfg.Name, s.cfg.Address, s.lost(client, err))
 	}
-	if err != nil {
-		return fmt.Errorf("host %q (%s): unable to start command: %w", s.cfg.Name, s.cfg.Address, err)
-	}
-	return nil
+	return err
 }
 
-// dial connects to cfg.Address, through cfg.Bastion when set. It returns the
-// client and the bastion clients beneath it, outermost last.
+// dial connects to cfg.Address, through cfg.Bastion when set, within
+// cfg.DialTimeout for the whole: TCP, handshake and every bastion hop. It
+// returns the client and the bastion clients beneath it, outermost last.
 func dial(ctx context.Context, cfg SSHConfig) (*ssh.Client, []io.Closer, error) {
+	timeout := cfg.DialTimeout
+	if timeout <= 0 {
+		timeout = DefaultDialTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	client, closers, err := dialWithin(ctx, cfg)
+	if err != nil && errors.Is(err, context.DeadlineExceeded) {
+		return nil, nil, fmt.Errorf("host %q: unable to connect to %s within %s (dial_timeout): %w", cfg.Name, cfg.Address, timeout, err)
+	}
+	return client, closers, err
+}
+
+// dialWithin is dial under ctx's deadline.
+func dialWithin(ctx context.Context, cfg SSHConfig) (*ssh.Client, []io.Closer, error) {
 	ccfg, agentSock, err := clientConfig(cfg)
 	if err != nil {
 		return nil, nil, err
@@ -382,10 +456,6 @@ func dial(ctx context.Context, cfg SSHConfig) (*ssh.Client, []io.Closer, error) 
 	// The agent signs during the handshake only: its socket is closed when
 	// dial returns, not left open for the life of the process.
 	defer agentSock.close()
-	timeout := cfg.DialTimeout
-	if timeout <= 0 {
-		timeout = DefaultDialTimeout
-	}
 	var (
 		conn    net.Conn
 		closers []io.Closer
@@ -395,10 +465,7 @@ func dial(ctx context.Context, cfg SSHConfig) (*ssh.Client, []io.Closer, error) 
 		if b.Name == "" {
 			b.Name = cfg.Name + " (bastion)"
 		}
-		if b.DialTimeout == 0 {
-			b.DialTimeout = timeout
-		}
-		bc, bclosers, err := dial(ctx, b)
+		bc, bclosers, err := dialWithin(ctx, b)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -409,24 +476,22 @@ func dial(ctx context.Context, cfg SSHConfig) (*ssh.Client, []io.Closer, error) 
 			return nil, nil, fmt.Errorf("host %q: unable to reach %s through bastion %s: %w", cfg.Name, cfg.Address, b.Address, err)
 		}
 	} else {
-		d := net.Dialer{Timeout: timeout}
-		dctx, cancel := context.WithTimeout(ctx, timeout)
-		conn, err = d.DialContext(dctx, "tcp", cfg.Address)
-		cancel()
+		var d net.Dialer
+		conn, err = d.DialContext(ctx, "tcp", cfg.Address)
 		if err != nil {
 			return nil, nil, fmt.Errorf("host %q: unable to connect to %s: %w", cfg.Name, cfg.Address, err)
 		}
 	}
 
-	// The handshake has no context; a timer closing the connection bounds it.
-	timer := time.AfterFunc(timeout, func() { _ = conn.Close() })
+	// The handshake takes no context (ClientConfig.Timeout bounds only a
+	// dial that ssh.Dial makes): closing the connection ends it.
+	stop := context.AfterFunc(ctx, func() { _ = conn.Close() })
 	c, chans, reqs, err := ssh.NewClientConn(conn, cfg.Address, ccfg)
-	stopped := timer.Stop()
-	if err != nil {
+	if !stop() || err != nil {
 		_ = conn.Close()
 		closeAll(closers)
-		if !stopped {
-			return nil, nil, fmt.Errorf("host %q: SSH handshake with %s did not finish within %s", cfg.Name, cfg.Address, timeout)
+		if ctx.Err() != nil {
+			return nil, nil, fmt.Errorf("host %q: SSH handshake with %s: %w", cfg.Name, cfg.Address, ctx.Err())
 		}
 		return nil, nil, fmt.Errorf("host %q: SSH handshake with %s failed: %w", cfg.Name, cfg.Address, err)
 	}
@@ -476,7 +541,6 @@ func clientConfig(cfg SSHConfig) (*ssh.ClientConfig, *agentConn, error) {
 		Auth:              auths,
 		HostKeyCallback:   hostKeyCallback,
 		HostKeyAlgorithms: algorithms,
-		Timeout:           cfg.DialTimeout,
 	}, sock, nil
 }
 
