@@ -17,6 +17,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hashicorp/terraform-plugin-log/tflog"
+
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/checkpoint"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/hosts"
 )
@@ -188,7 +190,8 @@ func (c *Client) install(ctx context.Context, h *hosts.Host) (string, error) {
 	}
 	name := installedPrefix + digest
 	p := h.Path(".sandboxer", "bin", name)
-	if !slices.Contains(lines[1:], name) {
+	upload := !slices.Contains(lines[1:], name)
+	if upload {
 		f, err := os.Open(bin)
 		if err != nil {
 			return "", err
@@ -214,6 +217,7 @@ func (c *Client) install(ctx context.Context, h *hosts.Host) (string, error) {
 			_ = h.Run(ctx, "rm -f -- "+strings.Join(old, " "), nil, nil)
 		}
 	}
+	tflog.Debug(ctx, "agent on host", map[string]any{"host": h.Host(), "platform": platform, "binary": bin, "path": p, "uploaded": upload})
 	c.installed[h.Host()] = p
 	return p, nil
 }
@@ -256,7 +260,7 @@ func (c *Client) forget(h *hosts.Host) {
 
 // call runs op on h with req, decoding the JSON answer into out.
 func (c *Client) call(ctx context.Context, h *hosts.Host, op string, req Request, out any) error {
-	req.Store = StoreDir(h)
+	req.Store, req.Mark = StoreDir(h), hosts.NewMark()
 	body, err := json.Marshal(req)
 	if err != nil {
 		return err
@@ -275,24 +279,26 @@ func (c *Client) call(ctx context.Context, h *hosts.Host, op string, req Request
 			// platform), or the agent installed earlier is gone (a provider
 			// of another version has since installed its own there,
 			// removing older ones: install). Look, and install, once.
+			tflog.Debug(ctx, "agent not runnable where expected: looking at the host", map[string]any{"host": h.Host(), "path": path, "error": err.Error()})
 			c.forget(h)
 			continue
 		}
 		if guessed {
 			c.remember(h, path) // it ran
 		}
-		if hosts.IsExitCode(err, exitNotFound) {
-			return checkpoint.ErrNotFound
-		}
 		if err != nil {
 			return err
 		}
 		break
 	}
-	if out == nil {
-		return nil
+	reply, err := hosts.ParseReply(req.Mark, stdout.Bytes())
+	if err == nil && reply.Result == notFound {
+		return checkpoint.ErrNotFound
 	}
-	if err := json.Unmarshal(stdout.Bytes(), out); err != nil {
+	if err == nil && out != nil {
+		err = json.Unmarshal(reply.Head, out)
+	}
+	if err != nil {
 		return fmt.Errorf("host %q: unreadable agent answer to %s: %w", h.Host(), op, err)
 	}
 	return nil

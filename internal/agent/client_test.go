@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -173,5 +174,14 @@ func TestStandaloneAgentOverSSH(t *testing.T) {
 	installed, _ := filepath.Glob(filepath.Join(h.RootDir, ".sandboxer", "bin", "sandboxer-agent-*"))
 	if digest == "" || len(installed) != 1 || filepath.Base(installed[0]) != "sandboxer-agent-"+digest {
 		t.Fatalf("want only the standalone agent (digest %q) installed, found %v", digest, installed)
+	}
+}
+
+// A snapshot the agent does not find is a named result on its stdout, not
+// an exit status: the client reports checkpoint.ErrNotFound.
+func TestAgentAnswersNotFound(t *testing.T) {
+	_, err := NewClient().Restore(t.Context(), testharness.LocalHost(t), "s1", t.TempDir(), nil, checkpoint.RestoreOptions{})
+	if !errors.Is(err, checkpoint.ErrNotFound) {
+		t.Fatalf("restore of a missing snapshot: %v, want checkpoint.ErrNotFound", err)
 	}
 }

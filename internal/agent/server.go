@@ -5,7 +5,9 @@
 // executable. It runs there as `<binary> __sandboxer_agent <op>`, so file
 // data is read and written on the host, never streamed through Terraform.
 // Requests are JSON, on the command line or on stdin (see Main); responses
-// JSON on stdout.
+// JSON on stdout, or a named result framed by the request's mark (see
+// hosts.Mark) when the snapshot does not exist: exit statuses only say
+// that an operation failed.
 package agent
 
 import (
@@ -18,17 +20,20 @@ import (
 	"time"
 
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/checkpoint"
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/hosts"
 )
 
 // Command is the argument that turns the provider binary into the agent.
 const Command = "__sandboxer_agent"
 
-// exitNotFound tells the client the snapshot does not exist.
-const exitNotFound = 44
+// notFound is the agent's result (hosts.Mark.ResultLine) when the
+// snapshot does not exist.
+const notFound = "not-found"
 
 // Request is every operation's input; each uses the fields it needs.
 type Request struct {
 	Store     string                    `json:"store"`
+	Mark      hosts.Mark                `json:"mark,omitempty"` // frames a named result (notFound)
 	ID        string                    `json:"id,omitempty"`
 	NewID     string                    `json:"new_id,omitempty"`
 	Name      string                    `json:"name,omitempty"`
@@ -146,11 +151,12 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err == nil && out != nil {
 		err = json.NewEncoder(stdout).Encode(out)
 	}
+	if errors.Is(err, checkpoint.ErrNotFound) && req.Mark != "" {
+		_, _ = io.WriteString(stdout, req.Mark.ResultLine(notFound)) // a lost write leaves the client an unreadable answer
+		return 0
+	}
 	if err != nil {
 		_, _ = fmt.Fprintln(stderr, err)
-		if errors.Is(err, checkpoint.ErrNotFound) {
-			return exitNotFound
-		}
 		return 1
 	}
 	return 0

@@ -1,6 +1,7 @@
 package backends
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -246,91 +247,71 @@ func (r *Registry) RefreshSnapshot(ctx context.Context, h *hosts.Host, id string
 	return ms.Get(id)
 }
 
-// Section markers of the host view script's output. Records are indented
-// JSON and status lines start with a project name, so neither has a line
-// starting with "=== ". The names in the root directory, which could be
-// anything, come last: every line after their marker is a name.
+// The host view's sections (hosts.Ask) and its named result.
 const (
-	viewRecord    = "=== record "
-	viewExt       = "=== ext "
-	viewExtFailed = "=== ext-failed "
-	viewNames     = "=== names"
-	viewNoRoot    = "=== no root directory"
+	viewRoot   = "root"    // the resolved root directory
+	viewRecord = "record"  // a record; arg: its sandbox id
+	viewExt    = "ext"     // an extension's status script's output, if it succeeded; arg: its name
+	viewNames  = "names"   // the names in the root directory, one a line
+	viewNoRoot = "no-root" // result: the root directory does not exist
 )
+
+// recordsScript is the host view's part reading the records among files
+// (sh words) and the resolved root directory; readRecordData's for one file.
+func recordsScript(m hosts.Mark, h *hosts.Host, files string) string {
+	return fmt.Sprintf(`root=%s; [ -e "$root" ] || %s; %s; (cd -- "$root" && pwd -P) || exit 1; `+
+		`for f in %s; do [ -f "$f" ] || continue; n=${f##*/}; %s; cat -- "$f" || exit 1; done`,
+		hosts.Quote(h.RootDir), m.Result(viewNoRoot), m.Section(viewRoot, ""), files, m.Section(viewRecord, `"${n%.json}"`))
+}
 
 // readHost reads h's view in one command.
 func (r *Registry) readHost(ctx context.Context, h *hosts.Host) (*hostView, error) {
-	var script strings.Builder
-	fmt.Fprintf(&script, `root=%s; [ -e "$root" ] || { printf '%s\n'; exit 0; }; (cd -- "$root" && pwd -P) || exit 1; `+
-		`for f in %s/*.json; do [ -f "$f" ] || continue; n=${f##*/}; printf '%s%%s\n' "${n%%.json}"; cat -- "$f" || exit 1; echo; done`,
-		hosts.Quote(h.RootDir), viewNoRoot, hosts.Quote(h.Path(".sandboxer", "sandboxes")), viewRecord)
-	for _, name := range slices.Sorted(maps.Keys(r.exts)) {
-		bi, ok := r.exts[name].(BatchInspector)
-		if !ok {
-			continue
+	reply, err := hosts.Ask(ctx, h, func(m hosts.Mark) string {
+		var script strings.Builder
+		script.WriteString(recordsScript(m, h, hosts.Quote(h.Path(".sandboxer", "sandboxes"))+"/*.json"))
+		for _, name := range slices.Sorted(maps.Keys(r.exts)) {
+			bi, ok := r.exts[name].(BatchInspector)
+			if !ok {
+				continue
+			}
+			s, err := bi.HostStatusScript(ctx, h)
+			if err != nil {
+				continue // its sandboxes are inspected one by one, which reports the error
+			}
+			// Held until complete (a failed script has no section); "$( (" is not "$((".
+			fmt.Fprintf(&script, `; if out=$( %s ); then %s; printf '%%s\n' "$out"; fi`, cmp.Or(s, "true"), m.Section(viewExt, hosts.Quote(name)))
 		}
-		s, err := bi.HostStatusScript(ctx, h)
-		if err != nil {
-			continue // its sandboxes are inspected one by one, which reports the error
-		}
-		fmt.Fprintf(&script, "; printf '%s%%s\\n' %s", viewExt, hosts.Quote(name))
-		if s != "" {
-			fmt.Fprintf(&script, "; { %s; } || printf '%s%%s\\n' %s", s, viewExtFailed, hosts.Quote(name))
-		}
-	}
-	fmt.Fprintf(&script, `; printf '%s\n'; ls -1A -- "$root"`, viewNames)
-	out, err := hosts.Output(ctx, h, script.String())
+		fmt.Fprintf(&script, `; %s; ls -1A -- "$root"`, m.Section(viewNames, ""))
+		return script.String()
+	})
 	if err != nil {
 		return nil, fmt.Errorf("unable to read the sandboxes of host %q: %w", h.Host(), err)
 	}
-	return parseHostView(string(out))
+	return parseHostView(reply)
 }
 
-// parseHostView splits readHost's output into its sections.
-func parseHostView(out string) (*hostView, error) {
-	root, rest, ok := strings.Cut(out, "\n")
-	if root == viewNoRoot {
+// parseHostView reads readHost's answer.
+func parseHostView(reply hosts.Reply) (*hostView, error) {
+	if reply.Result == viewNoRoot {
 		return &hostView{noRoot: true}, nil
 	}
-	if !ok || !strings.HasPrefix(root, "/") {
+	v := &hostView{records: map[string][]byte{}, names: map[string]bool{}, ext: map[string]string{}}
+	for _, s := range reply.Sections {
+		switch s.Kind {
+		case viewRoot:
+			v.root = strings.TrimSuffix(string(s.Body), "\n")
+		case viewRecord:
+			v.records[s.Arg] = s.Body
+		case viewExt:
+			v.ext[s.Arg] = string(s.Body)
+		case viewNames:
+			for line := range strings.Lines(string(s.Body)) {
+				v.names[strings.TrimSuffix(line, "\n")] = true
+			}
+		}
+	}
+	if !strings.HasPrefix(v.root, "/") {
 		return nil, fmt.Errorf("unable to resolve the root directory")
 	}
-	v := &hostView{root: root, records: map[string][]byte{}, names: map[string]bool{}, ext: map[string]string{}}
-	var section *strings.Builder
-	var sectionEnd func(string)
-	flush := func() {
-		if sectionEnd != nil {
-			sectionEnd(section.String())
-		}
-		section, sectionEnd = &strings.Builder{}, nil
-	}
-	section = &strings.Builder{}
-	names := false
-	for line := range strings.Lines(rest) {
-		switch {
-		case names:
-			v.names[strings.TrimSuffix(line, "\n")] = true
-		case line == viewNames+"\n":
-			flush()
-			names = true
-		case strings.HasPrefix(line, viewRecord):
-			flush()
-			id := strings.TrimSuffix(strings.TrimPrefix(line, viewRecord), "\n")
-			sectionEnd = func(s string) { v.records[id] = []byte(s) }
-		case strings.HasPrefix(line, viewExtFailed):
-			flush()
-			delete(v.ext, strings.TrimSuffix(strings.TrimPrefix(line, viewExtFailed), "\n"))
-		case strings.HasPrefix(line, viewExt):
-			flush()
-			name := strings.TrimSuffix(strings.TrimPrefix(line, viewExt), "\n")
-			sectionEnd = func(s string) { v.ext[name] = s }
-		default:
-			section.WriteString(line)
-		}
-	}
-	if !names {
-		return nil, fmt.Errorf("the root directory listing is missing")
-	}
-	flush()
 	return v, nil
 }

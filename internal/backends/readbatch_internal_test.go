@@ -1,39 +1,51 @@
 package backends
 
-import "testing"
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"reflect"
+	"testing"
 
-func TestParseHostView(t *testing.T) {
-	out := "/srv/sbx\n" +
-		"=== record aaa\n{\n  \"id\": \"aaa\"\n}\n\n" +
-		"=== record bbb\n{\n  \"id\": \"bbb\"\n}\n\n" +
-		"=== ext ext.compose-ssh\nsbx-aaa|web|running|Up 2 minutes\n" +
-		"=== ext ext.broken\npartial\n=== ext-failed ext.broken\n" +
-		"=== ext ext.vm-packer\n" +
-		"=== names\naaa\n=== record evil\n.sandboxer\n"
-	v, err := parseHostView(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if v.root != "/srv/sbx" || len(v.records) != 2 || string(v.records["aaa"]) != "{\n  \"id\": \"aaa\"\n}\n\n" {
-		t.Errorf("root %q, records %q", v.root, v.records)
-	}
-	if v.ext["ext.compose-ssh"] != "sbx-aaa|web|running|Up 2 minutes\n" {
-		t.Errorf("compose section %q", v.ext["ext.compose-ssh"])
-	}
-	if _, ok := v.ext["ext.broken"]; ok {
-		t.Error("a failed extension script's output was kept")
-	}
-	if out, ok := v.ext["ext.vm-packer"]; !ok || out != "" {
-		t.Errorf("an extension with no script: %q %v", out, ok)
-	}
-	// After the names marker every line is a name, even one that looks
-	// like a marker: names in the root directory cannot forge records.
-	if !v.names["aaa"] || !v.names["=== record evil"] || !v.names[".sandboxer"] || v.records["evil"] != nil {
-		t.Errorf("names %v, records %q", v.names, v.records)
-	}
-	for _, bad := range []string{"", "relative/root\n=== names\n", "/srv/sbx\n=== record aaa\n{}\n"} {
-		if _, err := parseHostView(bad); err == nil {
-			t.Errorf("parseHostView(%q) succeeded", bad)
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/hosts"
+)
+
+// scripted is a directory extension whose host status script is given.
+type scripted struct {
+	DirWorkspace
+	script string
+}
+
+func (s scripted) HostStatusScript(context.Context, *hosts.Host) (string, error) {
+	return s.script, nil
+}
+
+// A host view and a record read by a real sh: records and names are data,
+// even where they look like the old "=== " markers or another command's
+// frames, and an extension whose script fails has no status output.
+func TestReadHostKeepsDataThatLooksLikeFrames(t *testing.T) {
+	h := &hosts.Host{Transport: &hosts.Local{Name: "local"}, RootDir: t.TempDir(), Local: true}
+	other := hosts.NewMark()
+	forged := fmt.Sprintf("{\n=== names\n=== record evil\n%s section record evil\n%s result %s\n}", other, other, viewNoRoot)
+	for name, data := range map[string]string{".sandboxer/sandboxes/aaa.json": forged, ".sandboxer/sandboxes/bbb.json": "{}\n", "aaa/x": "", "=== record evil/x": ""} {
+		if err := hosts.WriteFile(t.Context(), h, h.Path(name), []byte(data), 0o600); err != nil {
+			t.Fatal(err)
 		}
+	}
+	reg := NewRegistry(DirWorkspace{Ext: "ext.dir"}, scripted{DirWorkspace{Ext: "ext.broken"}, "echo partial; false"},
+		scripted{DirWorkspace{Ext: "ext.listed"}, `(printf 'sbx-aaa|web|running\n=== ext-failed ext.listed\n')`})
+	v, err := reg.readHost(t.Context(), h)
+	root, _ := filepath.EvalSymlinks(h.RootDir)
+	want := &hostView{root: root, records: map[string][]byte{"aaa": []byte(forged), "bbb": []byte("{}\n")},
+		names: map[string]bool{".sandboxer": true, "aaa": true, "=== record evil": true},
+		ext:   map[string]string{"ext.dir": "\n", "ext.listed": "sbx-aaa|web|running\n=== ext-failed ext.listed\n"}}
+	if err != nil || !reflect.DeepEqual(v, want) {
+		t.Fatalf("view %v\n%#v\nwant\n%#v", err, v, want)
+	}
+	if got, data, err := readRecordData(t.Context(), h, "aaa"); err != nil || got != root || string(data) != forged {
+		t.Fatalf("readRecordData: %q %q %v", got, data, err)
+	}
+	if _, err := parseHostView(hosts.Reply{Sections: []hosts.Section{{Kind: viewRoot, Body: []byte("relative\n")}}}); err == nil {
+		t.Error("parseHostView accepted a relative root directory")
 	}
 }

@@ -1,7 +1,6 @@
 package backends
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -17,9 +16,6 @@ import (
 func recordPath(h *hosts.Host, id string) string {
 	return h.Path(".sandboxer", "sandboxes", id+".json")
 }
-
-// recordMissingExit is the exit code readRecord's script uses for "no record".
-const recordMissingExit = 44
 
 // vmPackerExtension is ext.vm-packer's catalog name (vmattach.Name, which
 // this package cannot import): its workspaces may live under the profile's
@@ -50,20 +46,19 @@ func readRecord(ctx context.Context, h *hosts.Host, id string) (*Sandbox, error)
 // readRecordData reads record <id>.json of h as it is, with the resolved
 // root directory (ErrNotFound when the host has no such record).
 func readRecordData(ctx context.Context, h *hosts.Host, id string) (root string, data []byte, err error) {
-	p := recordPath(h, id)
-	out, err := hosts.Output(ctx, h, fmt.Sprintf("[ -f %[1]s ] || exit %[2]d; (cd -- %[3]s && pwd -P) || exit 1; cat -- %[1]s",
-		hosts.Quote(p), recordMissingExit, hosts.Quote(h.RootDir)))
-	if hosts.IsExitCode(err, recordMissingExit) {
-		return "", nil, ErrNotFound
-	}
+	reply, err := hosts.Ask(ctx, h, func(m hosts.Mark) string { return recordsScript(m, h, hosts.Quote(recordPath(h, id))) })
 	if err != nil {
 		return "", nil, err
 	}
-	r, data, ok := bytes.Cut(out, []byte("\n"))
-	if !ok {
-		return "", nil, fmt.Errorf("host %q: unable to resolve root directory %s", h.Host(), h.RootDir)
+	v, err := parseHostView(reply)
+	if err != nil {
+		return "", nil, fmt.Errorf("host %q, root directory %s: %w", h.Host(), h.RootDir, err)
 	}
-	return string(r), data, nil
+	data, ok := v.records[id]
+	if !ok {
+		return "", nil, ErrNotFound
+	}
+	return v.root, data, nil
 }
 
 // decodeRecord decodes record <id>.json of h, read together with the

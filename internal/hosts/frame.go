@@ -62,6 +62,11 @@ func (m Mark) Result(name string) string {
 	return fmt.Sprintf("{ %s; exit 0; }", m.frameLine(frameResult, Quote(name)))
 }
 
+// ResultLine is Result's frame line, for a program answering it (then exiting 0).
+func (m Mark) ResultLine(name string) string {
+	return fmt.Sprintf("%s %s %s\n", m, frameResult, name)
+}
+
 // A Reply is a framed answer: the sections in order, and the named result
 // if the script ended with one.
 type Reply struct {

@@ -4,7 +4,6 @@
 package composessh
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -102,26 +101,34 @@ func restoredProject(ctx context.Context, h *hosts.Host, sb *backends.Sandbox, c
 		candidates = []string{name}
 	}
 	var script strings.Builder
+	m := hosts.NewMark()
 	for _, f := range candidates {
 		try := *sb
 		// The file as restored, alone: the rendering comes from it, and the
 		// network override is added to the rendering when compose runs it.
 		try.ComposeFile, try.Rendered, try.NetworkOverride = f, false, false
-		fmt.Fprintf(&script, "if test -f %s; then echo %s; %s; exit $?; fi\n",
-			hosts.Quote(sb.WorkspaceDir+"/"+f), hosts.Quote(f), inWorkspace(&try, compose, "config"))
+		fmt.Fprintf(&script, "if test -f %s; then %s; %s; exit $?; fi\n",
+			hosts.Quote(sb.WorkspaceDir+"/"+f), m.Section(composeFileSection, hosts.Quote(f)), inWorkspace(&try, compose, "config"))
 	}
-	fmt.Fprintf(&script, "exit %d\n", noComposeFileExit)
+	script.WriteString(m.Result(noComposeFile))
+	// Output, not Ask: an invalid file's name comes with compose's failure.
 	out, err := hosts.Output(ctx, h, script.String())
-	if hosts.IsExitCode(err, noComposeFileExit) && len(out) == 0 {
+	reply, perr := hosts.ParseReply(m, out)
+	if err == nil && perr == nil && reply.Result == noComposeFile {
 		return nil, fmt.Errorf("no compose file in the restored workspace (looked for %s)", strings.Join(candidates, ", "))
 	}
-	file, project, _ := bytes.Cut(out, []byte("\n"))
-	sb.ComposeFile = string(file)
-	if err != nil {
+	var project []byte
+	for _, s := range reply.Sections {
+		sb.ComposeFile, project = s.Arg, s.Body
+	}
+	if err = errors.Join(err, perr); err != nil {
 		return nil, fmt.Errorf("compose file %s is not valid: %w", sb.ComposeFile, err)
 	}
 	return project, nil
 }
+
+// restoredProject's section (the file found, then its resolved project) and result.
+const composeFileSection, noComposeFile = "compose-file", "no-compose-file"
 
 // projectOnHost is the project of the compose file a restored workspace
 // holds, as the host's compose resolves it (sb.ComposeFile is set to it).
@@ -137,8 +144,8 @@ func (e *Extension) projectOnHost(ctx context.Context, h *hosts.Host, sb *backen
 	return st, nil
 }
 
-// noComposeFileExit is restoredProject's exit status for "no compose file".
-const noComposeFileExit = 93
+// noComposeCommand is compose's detection's result when the host has none.
+const noComposeCommand = "no-compose-command"
 
 // compose returns the compose argv for a host, detecting it once per host.
 // Callers that find it undetected wait for one detection: `docker compose
@@ -162,18 +169,19 @@ func (e *Extension) compose(ctx context.Context, h *hosts.Host) ([]string, error
 	if argv, ok := e.known(h); ok { // detected while this call waited
 		return argv, nil
 	}
-	out, err := hosts.Output(ctx, h, `if docker compose version >/dev/null 2>&1; then echo "docker compose"
+	reply, err := hosts.Ask(ctx, h, func(m hosts.Mark) string {
+		return `if docker compose version >/dev/null 2>&1; then echo "docker compose"
 elif command -v docker-compose >/dev/null 2>&1; then echo docker-compose
 elif command -v podman-compose >/dev/null 2>&1; then echo podman-compose
-else echo "no compose command found: tried docker compose, docker-compose, podman-compose" >&2; exit 3; fi`)
-	var ce *hosts.CommandError
-	if errors.As(err, &ce) {
-		return nil, fmt.Errorf("unable to find a compose command (set compose_command or SANDBOXER_COMPOSE_CMD): %w", err)
-	}
+else ` + m.Result(noComposeCommand) + "; fi"
+	})
 	if err != nil {
 		return nil, err
 	}
-	argv := strings.Fields(string(out))
+	if reply.Result == noComposeCommand {
+		return nil, fmt.Errorf("host %q has no compose command (tried docker compose, docker-compose, podman-compose): set compose_command or SANDBOXER_COMPOSE_CMD", h.Host())
+	}
+	argv := strings.Fields(string(reply.Head))
 	e.detected.Store(h.Host(), argv)
 	return argv, nil
 }
@@ -336,25 +344,28 @@ func (e *Extension) Provision(ctx context.Context, req backends.Request) (*backe
 		if err != nil {
 			return fail(err)
 		}
-		script := ""
-		if sb.NetworkOverride = res != nil; res != nil {
-			script = res.script()
-		}
-		if rendered != nil {
-			script += writeRenderedScript(sb, rendered)
-		}
-		script += inWorkspace(sb, compose, "up", "-d", "--remove-orphans") + " || exit $?\n" +
-			"echo " + firstStatusMark + "\n{ " + statusScript(sb, compose) + "; } || true\n"
-		var out bytes.Buffer
-		err = req.Host.Run(ctx, script, nil, &out)
-		if err == nil {
-			if _, status, ok := strings.Cut(out.String(), firstStatusMark+"\n"); ok {
-				e.firstStatus.Store(sb.ID, status)
+		sb.NetworkOverride = res != nil
+		reply, err := hosts.Ask(ctx, req.Host, func(m hosts.Mark) string {
+			script := ""
+			if res != nil {
+				script = res.script(m)
+			}
+			if rendered != nil {
+				script += writeRenderedScript(sb, rendered)
+			}
+			return script + inWorkspace(sb, compose, "up", "-d", "--remove-orphans") + " || exit $?\n" +
+				m.Section(statusAfterUp, "") + "\n{ " + statusScript(sb, compose) + "; } || true\n"
+		})
+		if err == nil && reply.Result == "" {
+			for _, s := range reply.Sections { // statusAfterUp
+				e.firstStatus.Store(sb.ID, string(s.Body))
 			}
 			return sb, nil
 		}
-		if subnetTaken(err) && attempt < 5 {
-			continue // nothing was written, nothing started
+		if err == nil && attempt < 5 { // reservedMeanwhile: nothing was written, nothing started
+			continue
+		} else if err == nil {
+			return fail(errors.New("other provider processes reserved the subnets chosen for the sandbox's networks first, five times"))
 		}
 		var ce *hosts.CommandError
 		if !errors.As(err, &ce) || !strings.Contains(ce.Stderr, "Pool overlaps") || attempt == 5 {
@@ -367,9 +378,8 @@ func (e *Extension) Provision(ctx context.Context, req backends.Request) (*backe
 	}
 }
 
-// firstStatusMark separates `compose up`'s output from the status read by
-// the same command.
-const firstStatusMark = "--- sandboxer: status after up ---"
+// statusAfterUp is Provision's section holding the status read after `compose up`.
+const statusAfterUp = "status"
 
 // WaitReady looks at the services until all of them run (and pass their
 // healthchecks): first at what the command that brought them up saw, then

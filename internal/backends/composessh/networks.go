@@ -3,7 +3,6 @@ package composessh
 import (
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"net/netip"
 	"path"
@@ -153,15 +152,14 @@ func overridePath(h *hosts.Host, sb *backends.Sandbox) string {
 // sandbox's teardown) fails the inspection of all of them: the pair is
 // tried again, and only a third failure in a row is the command's.
 func takenScript(h *hosts.Host, engine string) string {
-	dir := hosts.Quote(h.Path(".sandboxer", "networks"))
-	return fmt.Sprintf(`for f in %[1]s/*.yml; do [ -f "$f" ] && sed -n 's/^ *- subnet: *//p' "$f"; done
+	return fmt.Sprintf(`cat -- %[1]s/*.yml 2>/dev/null | %[3]s
 for try in 1 2 3; do
   ids=$(%[2]s network ls -q) || exit 1
   [ -z "$ids" ] && exit 0
   { err=$(%[2]s network inspect --format '{{range .IPAM.Config}}{{println .Subnet}}{{end}}' $ids 2>&1 1>&3) && exit 0; } 3>&1
 done
 printf '%%s\n' "$err" >&2; exit 1
-`, dir, engine)
+`, hosts.Quote(h.Path(".sandboxer", "networks")), engine, subnetsIn)
 }
 
 // parseTaken reads takenScript's output; a sandbox's subnet appears twice
@@ -237,47 +235,37 @@ func overrideFile(networks []string, subnets []netip.Prefix) []byte {
 	var b strings.Builder
 	b.WriteString("# Written by the sandboxer provider: this sandbox's network addresses.\nnetworks:\n")
 	for i, n := range networks {
-		fmt.Fprintf(&b, "  %s:\n    ipam:\n      config:\n        - subnet: %s\n", strconv.Quote(n), subnets[i])
+		fmt.Fprintf(&b, "  %s:\n    ipam:\n      config:\n%s%s\n", strconv.Quote(n), subnetLine, subnets[i])
 	}
 	return []byte(b.String())
 }
 
-// errSubnetTaken is the reservation's exit status, and subnetTakenMark
-// its message, when another provider process took one of the chosen
-// subnets meanwhile.
+// The override's format, the one reader of reservations (both the listing
+// of what is taken and script's check run it), and script's named result.
 const (
-	errSubnetTaken  = 3
-	subnetTakenMark = "sandboxer: a chosen subnet was reserved meanwhile"
+	subnetLine        = "        - subnet: "                // starts an override's line naming a subnet
+	subnetsIn         = "sed -n 's/^" + subnetLine + "//p'" // prints the subnets its input names
+	reservedMeanwhile = "reserved-meanwhile"                // another process reserved a chosen subnet first
 )
 
 // reservation is the subnets chosen for a sandbox's networks, written on
 // the host by the command that brings the stack up (script, then compose).
 type reservation struct {
 	dir, lock, file string
-	subnets         []string
 	override        []byte
 }
 
 // script writes the override file under the host's lock after checking
-// that no other reservation of this root names a chosen subnet (exit
-// errSubnetTaken). The file's content (a few lines of YAML) is in the
-// script itself: a command without input runs in one of the connection's
-// shells rather than a session of its own.
-func (r *reservation) script() string {
-	return fmt.Sprintf(`set -e; mkdir -p -- %[1]s; exec 9>%[2]s; flock 9
-for f in %[1]s/*.yml; do [ -f "$f" ] || continue
-  for s in %[3]s; do if grep -qxF -- "        - subnet: $s" "$f"; then echo %[6]s >&2; exit %[4]d; fi; done
-done
-t=%[5]s.tmp.$$; printf '%%s' %[7]s > "$t"; mv -f -- "$t" %[5]s
+// that no other reservation of this root names a chosen subnet (else the
+// command ends there, with reservedMeanwhile). The file's content (a few
+// lines of YAML) is in the script itself: a command without input runs in
+// one of the connection's shells rather than a session of its own.
+func (r *reservation) script(m hosts.Mark) string {
+	return fmt.Sprintf(`set -e; mkdir -p -- %[1]s; exec 9>%[2]s; flock 9; o=%[3]s
+if cat -- %[1]s/*.yml 2>/dev/null | %[4]s | grep -qxF -- "$(printf '%%s' "$o" | %[4]s)"; then %[5]s; fi
+t=%[6]s.tmp.$$; printf '%%s' "$o" > "$t"; mv -f -- "$t" %[6]s
 exec 9>&-
-`, r.dir, r.lock, hosts.Command(r.subnets...), errSubnetTaken, hosts.Quote(r.file), hosts.Quote(subnetTakenMark), hosts.Quote(string(r.override)))
-}
-
-// taken reports whether err is the reservation refusing a subnet another
-// provider process reserved meanwhile.
-func subnetTaken(err error) bool {
-	var ce *hosts.CommandError
-	return hosts.IsExitCode(err, errSubnetTaken) && errors.As(err, &ce) && strings.Contains(ce.Stderr, subnetTakenMark)
+`, r.dir, r.lock, hosts.Quote(string(r.override)), subnetsIn, m.Result(reservedMeanwhile), hosts.Quote(r.file))
 }
 
 // chooseNetworks picks subnets for a new sandbox's networks; nil when the
@@ -321,16 +309,12 @@ func (e *Extension) chooseNetworks(ctx context.Context, h *hosts.Host, p *catalo
 		return nil, err
 	}
 	pool.chosen = append(pool.chosen, subnets...)
-	r := &reservation{
+	return &reservation{
 		dir:      hosts.Quote(h.Path(".sandboxer", "networks")),
 		lock:     hosts.Quote(h.Path(".sandboxer", "networks.lock")),
 		file:     overrideFor(sb),
 		override: overrideFile(networks, subnets),
-	}
-	for _, s := range subnets {
-		r.subnets = append(r.subnets, s.String())
-	}
-	return r, nil
+	}, nil
 }
 
 var _ backends.NetworkAddresser = (*Extension)(nil)
