@@ -98,9 +98,11 @@ type SSH struct {
 	idleReady chan struct{}
 	// noShells is set when a host could not start a shell: its commands
 	// get sessions of their own from then on.
-	noShells      atomic.Bool
-	shellsStarted atomic.Int64 // for tests
-	sessionsRun   atomic.Int64 // commands run in a session of their own, for tests
+	noShells atomic.Bool
+	// keepAliveInterval and keepAliveTimeout as they were when made.
+	keepAliveEvery, keepAliveWithin time.Duration
+	shellsStarted                   atomic.Int64 // for tests
+	sessionsRun                     atomic.Int64 // commands run in a session of their own, for tests
 }
 
 var _ Transport = (*SSH)(nil)
@@ -115,7 +117,8 @@ func NewSSH(cfg SSHConfig) (*SSH, error) {
 	if n <= 0 {
 		n = DefaultMaxSessions
 	}
-	return &SSH{cfg: cfg, sem: make(chan struct{}, n), sftpOpening: make(chan struct{}, 1), idleReady: make(chan struct{}, 1)}, nil
+	return &SSH{cfg: cfg, sem: make(chan struct{}, n), sftpOpening: make(chan struct{}, 1), idleReady: make(chan struct{}, 1),
+		keepAliveEvery: keepAliveInterval, keepAliveWithin: keepAliveTimeout}, nil
 }
 
 func (s *SSH) Host() string { return s.cfg.Name }
@@ -163,7 +166,7 @@ func (s *SSH) keepAlive(ctx context.Context, client *ssh.Client) {
 			_, _, err := client.SendRequest("keepalive@openssh.com", true, nil)
 			reply <- err
 		}()
-		timer := time.NewTimer(keepAliveTimeout)
+		timer := time.NewTimer(s.keepAliveWithin)
 		select {
 		case err := <-reply:
 			timer.Stop()
@@ -172,7 +175,7 @@ func (s *SSH) keepAlive(ctx context.Context, client *ssh.Client) {
 			}
 		case <-timer.C:
 			tflog.Debug(ctx, "the SSH connection did not answer a keepalive: closing it; the next command redials", map[string]any{
-				"host": s.cfg.Name, "address": s.cfg.Address, "timeout": keepAliveTimeout.String(),
+				"host": s.cfg.Name, "address": s.cfg.Address, "timeout": s.keepAliveWithin.String(),
 			})
 			s.mu.Lock()
 			s.silent = client
@@ -184,7 +187,7 @@ func (s *SSH) keepAlive(ctx context.Context, client *ssh.Client) {
 			return
 		}
 		select {
-		case <-time.After(keepAliveInterval):
+		case <-time.After(s.keepAliveEvery):
 		case <-ended:
 			return
 		}
@@ -198,7 +201,7 @@ func (s *SSH) lost(client *ssh.Client, err error) error {
 	silent := s.silent == client
 	s.mu.Unlock()
 	if silent {
-		return fmt.Errorf("the connection did not answer a keepalive in %s (%w)", keepAliveTimeout, err)
+		return fmt.Errorf("the connection did not answer a keepalive in %s (%w)", s.keepAliveWithin, err)
 	}
 	return err
 }

@@ -1,0 +1,290 @@
+package hosts
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/pem"
+	"errors"
+	"io"
+	"net"
+	"os/exec"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+)
+
+// inProcessServer is an SSH server in the test process that runs each
+// exec request with this machine's sh, in a process group of its own, as
+// sshd does: the transport's scheduling, the shells' framing and their
+// failure paths run against real processes with no harness.
+type inProcessServer struct {
+	cfg      SSHConfig
+	accepted atomic.Int32
+	// stdinGate, when set, is called for each session's command; the
+	// session's input reaches the command only once the returned channel
+	// is closed (a host too loaded to read it).
+	stdinGate func(cmd string) <-chan struct{}
+	// closeGate, when set, is waited on before a session whose command
+	// ended is closed (a host slow to reap).
+	closeGate chan struct{}
+	// rewrite, when set, replaces each command before it runs.
+	rewrite func(cmd string) string
+}
+
+func startInProcessServer(t *testing.T, configure func(*inProcessServer)) *inProcessServer {
+	t.Helper()
+	srv := &inProcessServer{}
+	if configure != nil {
+		configure(srv)
+	}
+	_, hostPriv, _ := ed25519.GenerateKey(rand.Reader)
+	hostSigner, err := ssh.NewSignerFromKey(hostPriv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	scfg := &ssh.ServerConfig{PublicKeyCallback: func(ssh.ConnMetadata, ssh.PublicKey) (*ssh.Permissions, error) { return nil, nil }}
+	scfg.AddHostKey(hostSigner)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			srv.accepted.Add(1)
+			go srv.serve(t, c, scfg)
+		}
+	}()
+	_, clientPriv, _ := ed25519.GenerateKey(rand.Reader)
+	block, err := ssh.MarshalPrivateKey(clientPriv, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.cfg = SSHConfig{Name: "in-process", Address: l.Addr().String(), User: "u", PrivateKey: pem.EncodeToMemory(block),
+		HostKey: string(ssh.MarshalAuthorizedKey(hostSigner.PublicKey()))}
+	return srv
+}
+
+func (srv *inProcessServer) serve(t *testing.T, c net.Conn, scfg *ssh.ServerConfig) {
+	sc, chans, reqs, err := ssh.NewServerConn(c, scfg)
+	if err != nil {
+		return
+	}
+	t.Cleanup(func() { _ = sc.Close() })
+	go func() {
+		for req := range reqs {
+			_ = req.Reply(true, nil) // keepalives are answered
+		}
+	}()
+	for nc := range chans {
+		if nc.ChannelType() != "session" {
+			_ = nc.Reject(ssh.UnknownChannelType, "sessions only")
+			continue
+		}
+		ch, chReqs, err := nc.Accept()
+		if err != nil {
+			continue
+		}
+		go srv.session(ch, chReqs)
+	}
+}
+
+// session runs the channel's exec request.
+func (srv *inProcessServer) session(ch ssh.Channel, reqs <-chan *ssh.Request) {
+	defer func() { _ = ch.Close() }()
+	for req := range reqs {
+		if req.Type != "exec" || len(req.Payload) < 4 {
+			_ = req.Reply(false, nil)
+			continue
+		}
+		cmdline := string(req.Payload[4:])
+		if srv.rewrite != nil {
+			cmdline = srv.rewrite(cmdline)
+		}
+		_ = req.Reply(true, nil)
+		go ssh.DiscardRequests(reqs)
+		cmd := exec.Command("sh", "-c", cmdline)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		cmd.Stdout, cmd.Stderr = ch, ch.Stderr()
+		in, _ := cmd.StdinPipe()
+		if err := cmd.Start(); err != nil {
+			return
+		}
+		go func() {
+			if srv.stdinGate != nil {
+				<-srv.stdinGate(cmdline)
+			}
+			_, _ = io.Copy(in, ch)
+			_ = in.Close() // the client closed the channel (or its input)
+		}()
+		err := cmd.Wait()
+		if srv.closeGate != nil {
+			<-srv.closeGate
+		}
+		status := 0
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
+			status = exit.ExitCode()
+			if status < 0 {
+				status = 128 + int(exit.Sys().(syscall.WaitStatus).Signal())
+			}
+		}
+		payload := make([]byte, 4)
+		binary.BigEndian.PutUint32(payload, uint32(status))
+		_, _ = ch.SendRequest("exit-status", false, payload)
+		return
+	}
+}
+
+func (srv *inProcessServer) transport(t *testing.T, maxSessions int) *SSH {
+	t.Helper()
+	cfg := srv.cfg
+	cfg.MaxSessions = maxSessions
+	tr, err := NewSSH(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tr.Close() })
+	return tr
+}
+
+// A background child that keeps its command's output open writes into that
+// command's output, never the next one's, on stdout and on stderr.
+func TestInProcessStragglersStayInTheirCommand(t *testing.T) {
+	tr := startInProcessServer(t, nil).transport(t, 1)
+	ctx := context.Background()
+	var first bytes.Buffer
+	if err := tr.Run(ctx, "(sleep 0.3; echo LATE-OUT; echo LATE-ERR >&2) & echo first", nil, &first); err != nil {
+		t.Fatal(err)
+	}
+	var second bytes.Buffer
+	err := tr.Run(ctx, "echo second; echo second-err >&2; exit 4", nil, &second)
+	var ce *CommandError
+	if !errors.As(err, &ce) || ce.ExitCode != 4 {
+		t.Fatalf("second command: %v", err)
+	}
+	if first.String() != "first\nLATE-OUT\n" || second.String() != "second\n" || ce.Stderr != "second-err\n" {
+		t.Fatalf("first %q, second %q, second's stderr %q", first.String(), second.String(), ce.Stderr)
+	}
+	if n := tr.shellsStarted.Load(); n != 1 {
+		t.Fatalf("%d shells, want both commands in one", n)
+	}
+}
+
+// A shell slow to acknowledge (a loaded host) is waited for, however
+// longer than the keepalive timeout, while the connection answers: the
+// commands in flight beside it are not dropped with the connection.
+func TestInProcessSlowAckDropsNothing(t *testing.T) {
+	defer func(i, d time.Duration) { keepAliveInterval, keepAliveTimeout = i, d }(keepAliveInterval, keepAliveTimeout)
+	keepAliveInterval, keepAliveTimeout = 20*time.Millisecond, 100*time.Millisecond
+	release := make(chan struct{})
+	var gated atomic.Bool
+	srv := startInProcessServer(t, func(s *inProcessServer) {
+		s.stdinGate = func(string) <-chan struct{} {
+			if gated.CompareAndSwap(false, true) {
+				return release // the first shell reads its first request late
+			}
+			open := make(chan struct{})
+			close(open)
+			return open
+		}
+	})
+	tr := srv.transport(t, 4)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	slow := make(chan error, 1)
+	go func() {
+		out, err := Output(ctx, tr, "echo slow")
+		if err == nil && string(out) != "slow\n" {
+			err = errors.New("output " + string(out))
+		}
+		slow <- err
+	}()
+	for !gated.Load() {
+		time.Sleep(time.Millisecond) // polling for the server to have taken the slow shell
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 6)
+	for range 6 {
+		wg.Go(func() {
+			if out, err := Output(ctx, tr, "echo beside"); err != nil || string(out) != "beside\n" {
+				errs <- errors.Join(err, errors.New("output "+string(out)))
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatalf("a command beside the slow one: %v", err)
+	}
+	// Many keepalive timeouts later, the slow one is still waited for.
+	select {
+	case err := <-slow:
+		t.Fatalf("the slow command ended before its shell read it: %v", err)
+	case <-time.After(10 * keepAliveTimeout):
+	}
+	close(release)
+	if err := <-slow; err != nil {
+		t.Fatalf("the slow command: %v", err)
+	}
+	if n := srv.accepted.Load(); n != 1 {
+		t.Fatalf("%d connections, want 1: nothing was dropped", n)
+	}
+}
+
+// A caller that needs a session token held by an idle shell waits for the
+// host to end that shell, but no longer than its own context.
+func TestInProcessCancelledWaiterReturns(t *testing.T) {
+	reaped := make(chan struct{})
+	srv := startInProcessServer(t, func(s *inProcessServer) { s.closeGate = reaped })
+	defer close(reaped)
+	tr := srv.transport(t, 1)
+	if err := tr.Run(context.Background(), "true", nil, nil); err != nil { // leaves an idle shell with the only token
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	err := tr.Run(ctx, "cat", strings.NewReader("input"), io.Discard) // needs a session of its own
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Run: %v", err)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Fatalf("the cancelled caller waited %s for the shell's end", took)
+	}
+}
+
+// A host whose sh cannot run the loop (here: it exits 0 at once, as a
+// ForceCommand would) gets sessions of their own from then on, decided
+// from how the shell ended without a race (run with -race).
+func TestInProcessHostWithoutShells(t *testing.T) {
+	srv := startInProcessServer(t, func(s *inProcessServer) {
+		s.rewrite = func(cmd string) string {
+			if strings.Contains(cmd, strings.TrimSpace(shellBanner)) {
+				return "exit 0"
+			}
+			return cmd
+		}
+	})
+	tr := srv.transport(t, 4)
+	for i := range 3 {
+		if out, err := Output(context.Background(), tr, "echo own"); err != nil || string(out) != "own\n" {
+			t.Fatalf("command %d: %q, %v", i, out, err)
+		}
+	}
+	if !tr.noShells.Load() || tr.shellsStarted.Load() != 0 || tr.sessionsRun.Load() != 3 {
+		t.Fatalf("noShells %v, %d shells, %d sessions", tr.noShells.Load(), tr.shellsStarted.Load(), tr.sessionsRun.Load())
+	}
+}
