@@ -28,6 +28,9 @@ import (
 type inProcessServer struct {
 	cfg      SSHConfig
 	accepted atomic.Int32
+	// silent completes handshakes and then answers nothing: a host whose
+	// sshd processes were killed while the TCP connection stayed open.
+	silent bool
 	// stdinGate, when set, is called for each session's command; the
 	// session's input reaches the command only once the returned channel
 	// is closed (a host too loaded to read it).
@@ -85,10 +88,15 @@ func (srv *inProcessServer) serve(t *testing.T, c net.Conn, scfg *ssh.ServerConf
 	t.Cleanup(func() { _ = sc.Close() })
 	go func() {
 		for req := range reqs {
-			_ = req.Reply(true, nil) // keepalives are answered
+			if !srv.silent {
+				_ = req.Reply(true, nil) // keepalives are answered
+			}
 		}
 	}()
 	for nc := range chans {
+		if srv.silent {
+			continue // never answered
+		}
 		if nc.ChannelType() != "session" {
 			_ = nc.Reject(ssh.UnknownChannelType, "sessions only")
 			continue
@@ -137,8 +145,8 @@ func (srv *inProcessServer) session(ch ssh.Channel, reqs <-chan *ssh.Request) {
 		var exit *exec.ExitError
 		if errors.As(err, &exit) {
 			status = exit.ExitCode()
-			if status < 0 {
-				status = 128 + int(exit.Sys().(syscall.WaitStatus).Signal())
+			if ws, ok := exit.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+				status = 128 + int(ws.Signal())
 			}
 		}
 		payload := make([]byte, 4)
@@ -286,5 +294,34 @@ func TestInProcessHostWithoutShells(t *testing.T) {
 	}
 	if !tr.noShells.Load() || tr.shellsStarted.Load() != 0 || tr.sessionsRun.Load() != 3 {
 		t.Fatalf("noShells %v, %d shells, %d sessions", tr.noShells.Load(), tr.shellsStarted.Load(), tr.sessionsRun.Load())
+	}
+}
+
+// A connection that stops answering is closed by its keepalive: the
+// command's wait for a session ends, it redials once, and fails saying
+// why, instead of waiting forever.
+func TestSilentConnectionIsGivenUp(t *testing.T) {
+	defer func(i, d time.Duration) { keepAliveInterval, keepAliveTimeout = i, d }(keepAliveInterval, keepAliveTimeout)
+	keepAliveInterval, keepAliveTimeout = 50*time.Millisecond, 200*time.Millisecond
+	srv := startInProcessServer(t, func(s *inProcessServer) { s.silent = true })
+	tr := srv.transport(t, 0)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	err := tr.Run(ctx, "true", nil, nil)
+	if err == nil || !strings.Contains(err.Error(), "did not answer") {
+		t.Fatalf("Run on a silent connection: %v", err)
+	}
+	if n := srv.accepted.Load(); n != 2 {
+		t.Fatalf("%d connections, want the first and one redial", n)
+	}
+}
+
+// The caller's deadline ends the wait for a session, answer or not.
+func TestSilentConnectionHonoursTheContext(t *testing.T) {
+	tr := startInProcessServer(t, func(s *inProcessServer) { s.silent = true }).transport(t, 0)
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	if err := tr.Run(ctx, "true", nil, nil); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Run past its deadline: %v", err)
 	}
 }
