@@ -11,7 +11,8 @@ import (
 )
 
 // outputGone, for an agent run in a host's shell, is closed once its
-// stdout's reader is gone: sshd closes the session's pipes when the client
+// stdout's reader is gone: the shell passes a command's output on through a
+// cat in its process group, which dies with the group when the client
 // closes the session (it gave up on the command) or the connection ends.
 //
 // The shell then kills its process group (SIGKILL: what a command must not

@@ -1,12 +1,15 @@
-// Package archtest holds the import rules of docs/design.md ("One facade")
-// as a test, so the graph keeps pointing one way without anyone watching it.
+// Package archtest holds the import rule of docs/design.md ("Layers") as a
+// test: it reads the rule's table from that file, so the graph keeps
+// pointing one way and the design says what the code does.
 package archtest
 
 import (
 	"go/parser"
 	"go/token"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -14,11 +17,14 @@ import (
 
 const module = "github.com/sand-boxer/terraform-provider-sandboxer/"
 
+// root is the module root, relative to this package's directory.
+const root = "../.."
+
 // imports returns the module-internal packages the non-test Go files of
 // dir import, relative to the module root (e.g. "internal/agent").
 func imports(t *testing.T, dir string) map[string]bool {
 	t.Helper()
-	entries, err := os.ReadDir(filepath.Join("..", "..", dir))
+	entries, err := os.ReadDir(filepath.Join(root, dir))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,7 +33,7 @@ func imports(t *testing.T, dir string) map[string]bool {
 		if e.IsDir() || !strings.HasSuffix(e.Name(), ".go") || strings.HasSuffix(e.Name(), "_test.go") {
 			continue
 		}
-		f, err := parser.ParseFile(token.NewFileSet(), filepath.Join("..", "..", dir, e.Name()), nil, parser.ImportsOnly)
+		f, err := parser.ParseFile(token.NewFileSet(), filepath.Join(root, dir, e.Name()), nil, parser.ImportsOnly)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -41,65 +47,79 @@ func imports(t *testing.T, dir string) map[string]bool {
 	return got
 }
 
-// extensions are the packages under internal/backends, one per extension.
-func extensions(t *testing.T) []string {
+// allowed reads the table between the imports markers of docs/design.md:
+// each package's row lists what it may import, relative to internal/.
+func allowed(t *testing.T) map[string][]string {
 	t.Helper()
-	entries, err := os.ReadDir(filepath.Join("..", "..", "internal", "backends"))
+	data, err := os.ReadFile(filepath.Join(root, "docs", "design.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var exts []string
-	for _, e := range entries {
-		if e.IsDir() {
-			exts = append(exts, "internal/backends/"+e.Name())
-		}
+	_, rest, ok1 := strings.Cut(string(data), "<!-- imports:begin -->")
+	table, _, ok2 := strings.Cut(rest, "<!-- imports:end -->")
+	if !ok1 || !ok2 {
+		t.Fatal("docs/design.md has no imports table between its markers")
 	}
-	return exts
+	rules := map[string][]string{}
+	for line := range strings.Lines(table) {
+		cells := strings.Split(strings.TrimSpace(line), "|")
+		if len(cells) != 4 || !strings.HasPrefix(strings.TrimSpace(cells[1]), "`internal/") {
+			continue
+		}
+		pkg := strings.Trim(strings.TrimSpace(cells[1]), "`")
+		var may []string
+		for _, dep := range strings.Split(cells[2], ",") {
+			if dep = strings.TrimSpace(dep); dep != "" {
+				may = append(may, "internal/"+dep)
+			}
+		}
+		rules[pkg] = may
+	}
+	if len(rules) < 10 {
+		t.Fatalf("read %d rows from the imports table; the test reads it wrong", len(rules))
+	}
+	return rules
 }
 
-func TestImportRules(t *testing.T) {
-	exts := extensions(t)
-	if len(exts) < 3 {
-		t.Fatalf("found %d extension packages under internal/backends; the test reads the wrong directory", len(exts))
+// packages are the module's packages under internal/ with non-test Go files.
+func packages(t *testing.T) []string {
+	t.Helper()
+	var pkgs []string
+	err := filepath.WalkDir(filepath.Join(root, "internal"), func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
+			return err
+		}
+		rel, _ := filepath.Rel(root, filepath.Dir(p))
+		if !slices.Contains(pkgs, rel) {
+			pkgs = append(pkgs, rel)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
-	rules := []struct {
-		pkg    string
-		forbid []string
-		why    string
-	}{
-		{"internal/provider", []string{"internal/agent", "internal/metering", "internal/filelock"},
-			"the Terraform layer talks to backends, which runs the agent and holds the ledger"},
-		{"internal/backends", append([]string{"internal/provider"}, exts...),
-			"the facade knows extensions only through the Extension interface"},
-		{"internal/hosts", []string{"internal/backends", "internal/catalog", "internal/checkpoint", "internal/agent", "internal/metering", "internal/provider"},
-			"hosts is transport only"},
-		{"internal/checkpoint", []string{"internal/hosts", "internal/backends", "internal/agent", "internal/provider"},
-			"the store works on local paths; the agent carries it to hosts"},
-		{"internal/catalog", []string{"internal/hosts", "internal/backends", "internal/provider"},
-			"profiles are data"},
-	}
-	for _, ext := range exts {
-		var others []string
-		for _, o := range exts {
-			if o != ext {
-				others = append(others, o)
+	return pkgs
+}
+
+func TestImportsFollowTheDesign(t *testing.T) {
+	rules := allowed(t)
+	for _, pkg := range packages(t) {
+		may, ok := rules[pkg]
+		if !ok {
+			t.Errorf("%s is not in docs/design.md's imports table: add its row", pkg)
+			continue
+		}
+		for dep := range imports(t, pkg) {
+			if !slices.Contains(may, dep) {
+				t.Errorf("%s imports %s, which docs/design.md's imports table does not allow", pkg, dep)
 			}
 		}
-		rules = append(rules, struct {
-			pkg    string
-			forbid []string
-			why    string
-		}{ext, append(others, "internal/provider"), "extensions do not import each other; shared mechanics live in backends"})
 	}
-	for _, r := range rules {
-		got := imports(t, r.pkg)
-		if len(got) == 0 {
-			t.Errorf("%s imports nothing of the module: the test reads the wrong directory", r.pkg)
-		}
-		for _, f := range r.forbid {
-			if got[f] {
-				t.Errorf("%s imports %s: %s", r.pkg, f, r.why)
-			}
+	// The archtest package itself has only test files; every other row
+	// names a package that exists.
+	for pkg := range rules {
+		if _, err := os.Stat(filepath.Join(root, pkg)); err != nil {
+			t.Errorf("docs/design.md's imports table names %s, which does not exist", pkg)
 		}
 	}
 }
