@@ -445,7 +445,7 @@ func dial(ctx context.Context, cfg SSHConfig) (*ssh.Client, []io.Closer, error) 
 	defer cancel()
 	client, closers, err := dialWithin(ctx, cfg)
 	if err != nil && errors.Is(err, context.DeadlineExceeded) {
-		return nil, nil, fmt.Errorf("host %q: unable to connect to %s within %s (dial_timeout): %w", cfg.Name, cfg.Address, timeout, err)
+		return nil, nil, fmt.Errorf("host %q: unable to connect to %s within %s: %w", cfg.Name, cfg.Address, timeout, err)
 	}
 	return client, closers, err
 }
