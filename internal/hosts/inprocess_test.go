@@ -11,6 +11,7 @@ import (
 	"io"
 	"net"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -97,8 +98,12 @@ func (srv *inProcessServer) serve(t *testing.T, c net.Conn, scfg *ssh.ServerConf
 		if srv.silent {
 			continue // never answered
 		}
+		if nc.ChannelType() == "direct-tcpip" {
+			go forwardChannel(nc)
+			continue
+		}
 		if nc.ChannelType() != "session" {
-			_ = nc.Reject(ssh.UnknownChannelType, "sessions only")
+			_ = nc.Reject(ssh.UnknownChannelType, "sessions and direct-tcpip only")
 			continue
 		}
 		ch, chReqs, err := nc.Accept()
@@ -107,6 +112,35 @@ func (srv *inProcessServer) serve(t *testing.T, c net.Conn, scfg *ssh.ServerConf
 		}
 		go srv.session(ch, chReqs)
 	}
+}
+
+// forwardChannel relays a direct-tcpip channel to the address it names,
+// as sshd does for a client going through a bastion.
+func forwardChannel(nc ssh.NewChannel) {
+	var target struct {
+		Host       string
+		Port       uint32
+		OriginHost string
+		OriginPort uint32
+	}
+	if err := ssh.Unmarshal(nc.ExtraData(), &target); err != nil {
+		_ = nc.Reject(ssh.ConnectionFailed, err.Error())
+		return
+	}
+	conn, err := net.Dial("tcp", net.JoinHostPort(target.Host, strconv.Itoa(int(target.Port))))
+	if err != nil {
+		_ = nc.Reject(ssh.ConnectionFailed, err.Error())
+		return
+	}
+	ch, reqs, err := nc.Accept()
+	if err != nil {
+		_ = conn.Close()
+		return
+	}
+	go ssh.DiscardRequests(reqs)
+	go func() { _, _ = io.Copy(ch, conn); _ = ch.Close() }()
+	_, _ = io.Copy(conn, ch)
+	_ = conn.Close()
 }
 
 // session runs the channel's exec request.
@@ -323,5 +357,42 @@ func TestSilentConnectionHonoursTheContext(t *testing.T) {
 	defer cancel()
 	if err := tr.Run(ctx, "true", nil, nil); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Run past its deadline: %v", err)
+	}
+}
+
+// One deadline covers a whole connect: here the bastion's handshake and the
+// hop through it succeed, and the target accepts TCP but never speaks SSH.
+func TestConnectThroughABastionHasOneDeadline(t *testing.T) {
+	bastion := startInProcessServer(t, nil)
+	mute, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = mute.Close() })
+	go func() {
+		for {
+			c, err := mute.Accept()
+			if err != nil {
+				return
+			}
+			t.Cleanup(func() { _ = c.Close() })
+		}
+	}()
+	cfg := bastion.cfg
+	b := bastion.cfg
+	cfg.Name, cfg.Address, cfg.Bastion, cfg.DialTimeout = "behind", mute.Addr().String(), &b, 300*time.Millisecond
+	tr, err := NewSSH(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tr.Close() }()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	err = tr.Run(ctx, "true", nil, nil)
+	if err == nil || !strings.Contains(err.Error(), "within 300ms") || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Run behind a bastion, target mute: %v", err)
+	}
+	if n := bastion.accepted.Load(); n != 1 {
+		t.Fatalf("%d connections to the bastion, want 1", n)
 	}
 }
