@@ -69,19 +69,10 @@ func (e *Extension) Plan(_ *catalog.Profile, inputs, env map[string]string, opts
 	return check(l, opts.PublishedPorts != backends.PortsAsWritten)
 }
 
-// stackKeys and serviceKeys are what `docker stack deploy` accepts: it
-// validates the file against compose file format 3 and refuses any other
-// key (x- extensions aside), where compose itself accepts the newer
-// specification.
-var (
-	stackKeys   = keySet("version services networks volumes secrets configs")
-	serviceKeys = keySet("deploy build cap_add cap_drop cgroupns_mode cgroup_parent command configs container_name " +
-		"credential_spec depends_on devices dns dns_search domainname entrypoint env_file environment expose " +
-		"external_links extra_hosts healthcheck hostname image init ipc isolation labels links logging mac_address " +
-		"network_mode networks pid ports privileged read_only restart security_opt shm_size secrets sysctls stdin_open " +
-		"stop_grace_period stop_signal tmpfs tty ulimits oom_score_adj user userns_mode volumes working_dir")
-)
-
+// stackKeys and serviceKeys (v3keys.go) are what docker stack deploy
+// accepts: it validates the file against compose file format 3 and refuses
+// any other key (x- extensions aside), where compose itself accepts the
+// newer specification.
 func keySet(words string) map[string]bool {
 	set := map[string]bool{}
 	for _, w := range strings.Fields(words) {
