@@ -1,7 +1,8 @@
 // Package backends is the extension contract and the orchestration around it:
-// create (provision, then wait ready, cleaning up on failure), inspect and
-// teardown of sandboxes on a host. It knows nothing of Terraform, so every
-// extension is testable with plain `go test` against real hosts.
+// create (record, workspace, the extension's steps, then wait ready, cleaning
+// up on failure), inspect and teardown of sandboxes on a host. It knows
+// nothing of Terraform but its log, so every extension is testable with
+// plain `go test` against real hosts.
 package backends
 
 import (
@@ -195,12 +196,6 @@ type Request struct {
 	// configuration wrote it (kept in the record).
 	TTL     time.Duration
 	TTLText string
-	// Started, when set, is called by Provision as soon as the sandbox
-	// exists on the host (its workspace made, nothing started yet), with
-	// its record as far as it is known; an error aborts the create. The
-	// registry writes the record there, so that a create interrupted from
-	// then on leaves a record naming what it made.
-	Started func(ctx context.Context, sb *Sandbox) error
 	// Metered, when set, charges the sandbox through the registry's ledger:
 	// a hold of QuoteUSD at create, the measured lifetime at teardown.
 	Metered *Metering
@@ -224,9 +219,14 @@ type Extension interface {
 	Name() string
 	// Validate checks a request without touching the host (plan time).
 	Validate(p *catalog.Profile, inputs map[string]string) error
-	// Provision creates the sandbox's resources and returns its record. It
-	// does not write the record; Create does, once provisioning succeeded.
-	Provision(ctx context.Context, req Request) (*Sandbox, error)
+	// Prepare works out a new sandbox without making anything on the host
+	// (it may read it): what its record says beyond what every record
+	// does (id, host, profile, extension, inputs, labels, source hash,
+	// creation time: the registry sets those), and the steps that make and
+	// start it. The registry runs them (Registry.create) once it has
+	// written the record and made the workspace, and tears the sandbox
+	// down when one fails.
+	Prepare(ctx context.Context, req Request) (*Sandbox, []Step, error)
 	// WaitReady blocks until the sandbox is ready or ctx ends, and returns
 	// the status it saw ready (with the services' published ports).
 	WaitReady(ctx context.Context, h *hosts.Host, sb *Sandbox) (Status, error)
@@ -236,6 +236,13 @@ type Extension interface {
 	// a sandbox already (partly) gone is success. sb may hold only ID and
 	// WorkspaceDir when the record itself is lost.
 	Teardown(ctx context.Context, h *hosts.Host, sb *Sandbox) error
+}
+
+// Step is one step of a create, run in a workspace that exists and is
+// recorded; Run may complete the record Prepare returned.
+type Step struct {
+	Name string // for the log
+	Run  func(ctx context.Context) error
 }
 
 // Planner is an Extension that can tell at plan time, from the client

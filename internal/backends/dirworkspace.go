@@ -2,10 +2,8 @@ package backends
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
-	"time"
 
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/catalog"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/hosts"
@@ -19,7 +17,6 @@ import (
 type DirWorkspace struct {
 	// Ext is the extension name its records carry.
 	Ext string
-	Now func() time.Time
 }
 
 // DirWorkspaceName is the directory name of a directory sandbox's workspace.
@@ -52,29 +49,13 @@ func (d DirWorkspace) Validate(p *catalog.Profile, inputs map[string]string) err
 	return nil
 }
 
-func (d DirWorkspace) Provision(ctx context.Context, req Request) (*Sandbox, error) {
+// Prepare has no steps: the workspace is the sandbox.
+func (d DirWorkspace) Prepare(ctx context.Context, req Request) (*Sandbox, []Step, error) {
 	ws, err := WorkspaceDir(ctx, req.Host, dirWorkspaceBase(req.Profile, req.Host), DirWorkspaceName(req.ID))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	sb := &Sandbox{
-		ID: req.ID, Host: req.Host.Host(), Profile: req.Profile.Name, Extension: d.Ext,
-		Inputs: req.Inputs, Labels: req.Labels, WorkspaceDir: ws, SourceHash: req.SourceHash,
-		CreatedAt: d.Now().UTC(),
-	}
-	if req.Started != nil {
-		if err := req.Started(ctx, sb); err != nil {
-			return nil, err
-		}
-	}
-	if err := MakeWorkspace(ctx, req, sb); errors.Is(err, ErrWorkspaceExists) {
-		return nil, err // not this sandbox's: nothing of it is removed
-	} else if err != nil {
-		return nil, CleanUpAfter(ctx, err, req.Host, sb.ID, func(ctx context.Context) error {
-			return d.Teardown(ctx, req.Host, sb)
-		})
-	}
-	return sb, nil
+	return &Sandbox{WorkspaceDir: ws}, nil, nil
 }
 
 func (d DirWorkspace) WaitReady(ctx context.Context, h *hosts.Host, sb *Sandbox) (Status, error) {

@@ -76,8 +76,8 @@ type spyExtension struct {
 
 func (e *spyExtension) Name() string                                       { return e.name }
 func (e *spyExtension) Validate(*catalog.Profile, map[string]string) error { return nil }
-func (e *spyExtension) Provision(context.Context, Request) (*Sandbox, error) {
-	return nil, nil
+func (e *spyExtension) Prepare(context.Context, Request) (*Sandbox, []Step, error) {
+	return nil, nil, nil
 }
 func (e *spyExtension) WaitReady(context.Context, *hosts.Host, *Sandbox) (Status, error) {
 	return Status{State: StatusReady}, nil
@@ -224,10 +224,10 @@ func TestRecordsUnderARelativeRoot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := MakeWorkspace(ctx, Request{ID: id, Host: h}, &Sandbox{ID: id, WorkspaceDir: ws}); err != nil {
+	if err := writeRecord(ctx, h, &Sandbox{ID: id, Extension: "ext.compose-ssh", WorkspaceDir: ws}); err != nil {
 		t.Fatal(err)
 	}
-	if err := writeRecord(ctx, h, &Sandbox{ID: id, Extension: "ext.compose-ssh", WorkspaceDir: ws}); err != nil {
+	if err := makeWorkspace(ctx, Request{ID: id, Host: h}, &Sandbox{ID: id, WorkspaceDir: ws}); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := reg.Get(ctx, h, id); err != nil {

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hashicorp/terraform-plugin-log/tflog"
+
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/agent"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/hosts"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/metering"
@@ -70,8 +72,8 @@ func detached(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(ctx), detachedTimeout)
 }
 
-// Create provisions a sandbox and waits until it is ready. On any failure
-// it tears down what was started, so a failed create leaves nothing behind.
+// Create makes a sandbox and waits until it is ready. On any failure it
+// tears down what was started, so a failed create leaves nothing behind.
 func (r *Registry) Create(ctx context.Context, req Request) (*Sandbox, error) {
 	extName := req.Profile.Extension
 	if req.Extension != "" {
@@ -121,6 +123,12 @@ func (r *Registry) settleReaper(ctx context.Context, h *hosts.Host) error {
 	return err
 }
 
+// create is every extension's create: the record is written before
+// anything is made on the host, then the workspace is made and the
+// extension's steps run, and the sandbox is waited ready. A failure tears
+// down what was made and removes the record; when that cleanup fails too,
+// the error says so (ErrCleanupFailed) and the record stays, naming what
+// remains.
 func (r *Registry) create(ctx context.Context, ext Extension, req Request) (*Sandbox, error) {
 	defer r.forget(req.Host)
 	if err := r.settleReaper(ctx, req.Host); err != nil {
@@ -132,28 +140,54 @@ func (r *Registry) create(ctx context.Context, ext Extension, req Request) (*San
 			return nil, err
 		}
 	}
-	// The record is written as soon as Provision has made something, with
-	// the create's deadline: should this process die before the sandbox is
-	// ready, the host still knows what is there and when to give up on it.
+	if err := CheckEnv(req.Env); err != nil {
+		return nil, err
+	}
+	sb, steps, err := ext.Prepare(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	sb.ID, sb.Host, sb.Profile, sb.Extension = req.ID, req.Host.Host(), req.Profile.Name, ext.Name()
+	sb.Inputs, sb.Labels, sb.SourceHash, sb.CreatedAt = req.Inputs, req.Labels, req.SourceHash, r.now().UTC()
+	// The record carries the create's deadline: should this process die
+	// before the sandbox is ready, the host still knows what is there and
+	// when to give up on it.
 	deadline, ok := ctx.Deadline()
 	if !ok {
 		deadline = r.now().Add(defaultCreateDeadline)
 	}
 	deadline = deadline.UTC().Truncate(time.Second).Add(time.Second)
-	started := false
-	req.Started = func(ctx context.Context, sb *Sandbox) error {
-		started = true
-		sb.CreateDeadline = &deadline
-		return writeRecord(ctx, req.Host, sb)
-	}
-	sb, err := ext.Provision(ctx, req)
-	if err != nil {
-		// Provision cleaned up what it made; the record goes too. When its
-		// cleanup failed, the record stays: it names what remains.
-		if started && !errors.Is(err, ErrCleanupFailed) {
-			err = CleanUpAfter(ctx, err, req.Host, req.ID, func(ctx context.Context) error { return removeRecord(ctx, req.Host, req.ID) })
+	sb.CreateDeadline = &deadline
+	ctx = tflog.SetField(tflog.SetField(ctx, "sandbox_id", sb.ID), "extension", sb.Extension)
+	// A cleanup runs even when ctx has ended (a timeout is often the
+	// cause), bounded on its own.
+	cleanUp := func(cause error, cleanup func(context.Context) error) (*Sandbox, error) {
+		tflog.Debug(ctx, "create failed: cleaning up", map[string]any{"error": cause.Error()})
+		cctx, cancel := detached(ctx)
+		defer cancel()
+		if err := cleanup(cctx); err != nil {
+			tflog.Debug(ctx, "create failed: cleanup failed", map[string]any{"error": err.Error()})
+			return nil, fmt.Errorf("%w\n\n%w: sandbox %s may remain on host %q: %v", cause, ErrCleanupFailed, sb.ID, req.Host.Host(), err)
 		}
-		return nil, err
+		return nil, cause
+	}
+	dropRecord := func(ctx context.Context) error { return removeRecord(ctx, req.Host, sb.ID) }
+	tearDown := func(ctx context.Context) error { return r.teardown(ctx, ext, req.Host, sb) }
+	if err := writeRecord(ctx, req.Host, sb); err != nil {
+		return cleanUp(err, dropRecord) // nothing is made; a record written in part goes
+	}
+	tflog.Debug(ctx, "create: record written")
+	if err := makeWorkspace(ctx, req, sb); errors.Is(err, ErrWorkspaceExists) {
+		return cleanUp(err, dropRecord) // not this sandbox's: nothing of it is removed
+	} else if err != nil {
+		return cleanUp(err, tearDown)
+	}
+	tflog.Debug(ctx, "create: workspace made")
+	for _, step := range steps {
+		tflog.Debug(ctx, "create: step", map[string]any{"step": step.Name})
+		if err := step.Run(ctx); err != nil {
+			return cleanUp(err, tearDown)
+		}
 	}
 	if req.TTL > 0 {
 		exp := sb.CreatedAt.Add(req.TTL)
@@ -162,38 +196,23 @@ func (r *Registry) create(ctx context.Context, ext Extension, req Request) (*San
 	if req.Metered != nil {
 		sb.HourlyPriceUSD, sb.QuoteUSD = req.Metered.HourlyPriceUSD, req.Metered.QuoteUSD
 	}
-	fail := func(cause error) (*Sandbox, error) {
-		return nil, CleanUpAfter(ctx, cause, req.Host, sb.ID, func(ctx context.Context) error {
-			return r.teardown(ctx, ext, req.Host, sb)
-		})
-	}
-	// Record first, so a sandbox interrupted while waiting is still discoverable on the host.
+	// Written again with what the steps learned, so a sandbox interrupted
+	// while waiting is recorded as it is.
 	if err := writeRecord(ctx, req.Host, sb); err != nil {
-		return fail(err)
+		return cleanUp(err, tearDown)
 	}
+	tflog.Debug(ctx, "create: waiting until ready")
 	seen, err := ext.WaitReady(ctx, req.Host, sb)
 	if err != nil {
-		return fail(err)
+		return cleanUp(err, tearDown)
 	}
 	sb.Seen = &seen
 	ready := r.now().UTC()
 	sb.ReadyAt, sb.CreateDeadline = &ready, nil
 	if err := writeRecord(ctx, req.Host, sb); err != nil {
-		return fail(err)
+		return cleanUp(err, tearDown)
 	}
 	return sb, nil
-}
-
-// CleanUpAfter runs cleanup after a failed create step and returns cause,
-// marked with ErrCleanupFailed when the cleanup failed too. The cleanup runs
-// even when ctx has ended (a timeout is often the cause), bounded on its own.
-func CleanUpAfter(ctx context.Context, cause error, h *hosts.Host, id string, cleanup func(context.Context) error) error {
-	cctx, cancel := detached(ctx)
-	defer cancel()
-	if err := cleanup(cctx); err != nil {
-		return fmt.Errorf("%w\n\n%w: sandbox %s may remain on host %q: %v", cause, ErrCleanupFailed, id, h.Host(), err)
-	}
-	return cause
 }
 
 // Get reads a sandbox's record and its live status from the host.

@@ -13,7 +13,9 @@ import (
 	"sync"
 
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/checkpoint"
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/composefile"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/hosts"
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/safepath"
 )
 
 // Helpers every directory-based extension shares: create an isolated
@@ -67,19 +69,16 @@ type resolvedKey struct {
 // are fresh, so it is someone else's, and a create removes nothing of it.
 var ErrWorkspaceExists = errors.New("the workspace directory exists already")
 
-// MakeWorkspace creates sb's workspace (a WorkspaceDir) and fills it
+// makeWorkspace creates sb's workspace (a WorkspaceDir) and fills it
 // before anything starts in it: the local repo directory (if any) is copied
 // in by the same command, env (if any) is written as ws/.env readable by
 // the owner only, then req.Fill (a restore) runs.
-func MakeWorkspace(ctx context.Context, req Request, sb *Sandbox) error {
+func makeWorkspace(ctx context.Context, req Request, sb *Sandbox) error {
 	ws, repo := sb.WorkspaceDir, req.Inputs["repo"]
-	guard := ""
-	if req.Started != nil {
-		// Made only while the record written by Started exists: a command
-		// that outlives its connection (killed client, lost network) and
-		// runs late cannot make a workspace after a teardown removed it.
-		guard = recordPath(req.Host, req.ID)
-	}
+	// Made only while the sandbox's record exists: a command that outlives
+	// its connection (killed client, lost network) and runs late cannot
+	// make a workspace after a teardown removed it.
+	guard := recordPath(req.Host, req.ID)
 	if err := hosts.MakeDir(ctx, req.Host, ws, repo, guard); errors.Is(err, fs.ErrExist) {
 		return fmt.Errorf("unable to create workspace %s: %w", ws, ErrWorkspaceExists)
 	} else if err != nil {
@@ -187,3 +186,48 @@ func ComposeFileOf(sb *Sandbox) string {
 	}
 	return sb.ComposeFile
 }
+
+// RestoredComposeFile finds the compose file in a workspace restored from a
+// snapshot (only the host has it): name when given, else the first of the
+// default names there. sb.ComposeFile is set to it. When resolve is set,
+// the command it gives for the file found runs in the same round trip, and
+// its output is returned (a failure of it is the file's).
+func RestoredComposeFile(ctx context.Context, h *hosts.Host, sb *Sandbox, name string, resolve func(file string) string) ([]byte, error) {
+	candidates := composefile.DefaultFiles
+	if name != "" {
+		if err := safepath.Relative(name); err != nil {
+			return nil, fmt.Errorf("input compose_file: %w", err)
+		}
+		candidates = []string{name}
+	}
+	var script strings.Builder
+	m := hosts.NewMark()
+	for _, f := range candidates {
+		then := "exit 0"
+		if resolve != nil {
+			then = resolve(f) + "; exit $?"
+		}
+		fmt.Fprintf(&script, "if test -f %s; then %s; %s; fi\n", hosts.Quote(sb.WorkspaceDir+"/"+f), m.Section(composeFileSection, hosts.Quote(f)), then)
+	}
+	script.WriteString(m.Result(noComposeFile))
+	// Output, not Ask: an invalid file's name comes with its resolution's failure.
+	out, err := hosts.Output(ctx, h, script.String())
+	reply, perr := hosts.ParseReply(m, out)
+	if err == nil && perr == nil && reply.Result == noComposeFile {
+		return nil, fmt.Errorf("no compose file in the restored workspace (looked for %s)", strings.Join(candidates, ", "))
+	}
+	if err = errors.Join(err, perr); err != nil && len(reply.Sections) == 0 {
+		return nil, err // nothing was found
+	}
+	var resolved []byte
+	for _, s := range reply.Sections {
+		sb.ComposeFile, resolved = s.Arg, s.Body
+	}
+	if err != nil {
+		return nil, fmt.Errorf("compose file %s is not valid: %w", sb.ComposeFile, err)
+	}
+	return resolved, nil
+}
+
+// RestoredComposeFile's section (the file found, then what resolve printed) and result.
+const composeFileSection, noComposeFile = "compose-file", "no-compose-file"

@@ -16,7 +16,6 @@ import (
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/catalog"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/composefile"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/hosts"
-	"github.com/sand-boxer/terraform-provider-sandboxer/internal/safepath"
 )
 
 // Name is the extension's catalog name.
@@ -32,7 +31,6 @@ type Extension struct {
 	ComposeCommand string
 	// PollInterval is how often WaitReady looks at the services.
 	PollInterval time.Duration
-	Now          func() time.Time
 	// NetworkPools are the hosts' network_pool settings, by host name;
 	// a host without one uses DefaultNetworkPool.
 	NetworkPools map[string]netip.Prefix
@@ -49,7 +47,7 @@ var _ backends.Extension = (*Extension)(nil)
 
 // New returns the extension using composeCommand ("" to auto-detect).
 func New(composeCommand string) *Extension {
-	return &Extension{ComposeCommand: composeCommand, PollInterval: time.Second, Now: time.Now, NetworkPools: map[string]netip.Prefix{}}
+	return &Extension{ComposeCommand: composeCommand, PollInterval: time.Second, NetworkPools: map[string]netip.Prefix{}}
 }
 
 func (e *Extension) Name() string { return Name }
@@ -88,52 +86,16 @@ func canaryCompose(image string) []byte {
 `, image))
 }
 
-// restoredProject finds the compose file in a workspace restored from a
-// snapshot (only the host has it) and resolves the project it describes
-// (`compose config`), in one command: sb.ComposeFile is set to the file
-// found, and the resolved project is returned.
-func restoredProject(ctx context.Context, h *hosts.Host, sb *backends.Sandbox, compose []string, name string) ([]byte, error) {
-	candidates := composefile.DefaultFiles
-	if name != "" {
-		if err := safepath.Relative(name); err != nil {
-			return nil, fmt.Errorf("input compose_file: %w", err)
-		}
-		candidates = []string{name}
-	}
-	var script strings.Builder
-	m := hosts.NewMark()
-	for _, f := range candidates {
-		try := *sb
-		// The file as restored, alone: the rendering comes from it, and the
-		// network override is added to the rendering when compose runs it.
-		try.ComposeFile, try.Rendered, try.NetworkOverride = f, false, false
-		fmt.Fprintf(&script, "if test -f %s; then %s; %s; exit $?; fi\n",
-			hosts.Quote(sb.WorkspaceDir+"/"+f), m.Section(composeFileSection, hosts.Quote(f)), inWorkspace(&try, compose, "config"))
-	}
-	script.WriteString(m.Result(noComposeFile))
-	// Output, not Ask: an invalid file's name comes with compose's failure.
-	out, err := hosts.Output(ctx, h, script.String())
-	reply, perr := hosts.ParseReply(m, out)
-	if err == nil && perr == nil && reply.Result == noComposeFile {
-		return nil, fmt.Errorf("no compose file in the restored workspace (looked for %s)", strings.Join(candidates, ", "))
-	}
-	var project []byte
-	for _, s := range reply.Sections {
-		sb.ComposeFile, project = s.Arg, s.Body
-	}
-	if err = errors.Join(err, perr); err != nil {
-		return nil, fmt.Errorf("compose file %s is not valid: %w", sb.ComposeFile, err)
-	}
-	return project, nil
-}
-
-// restoredProject's section (the file found, then its resolved project) and result.
-const composeFileSection, noComposeFile = "compose-file", "no-compose-file"
-
 // projectOnHost is the project of the compose file a restored workspace
 // holds, as the host's compose resolves it (sb.ComposeFile is set to it).
 func (e *Extension) projectOnHost(ctx context.Context, h *hosts.Host, sb *backends.Sandbox, compose []string, name string) (stack, error) {
-	out, err := restoredProject(ctx, h, sb, compose, name)
+	out, err := backends.RestoredComposeFile(ctx, h, sb, name, func(file string) string {
+		// The file as restored, alone: the rendering comes from it, and the
+		// network override is added to the rendering when compose runs it.
+		try := *sb
+		try.ComposeFile, try.Rendered, try.NetworkOverride = file, false, false
+		return inWorkspace(&try, compose, "config")
+	})
 	if err != nil {
 		return stack{}, err
 	}
@@ -241,108 +203,94 @@ func portsMode(mode string) string {
 	return backends.PortsFree
 }
 
-func (e *Extension) Provision(ctx context.Context, req backends.Request) (*backends.Sandbox, error) {
+func (e *Extension) Prepare(ctx context.Context, req backends.Request) (*backends.Sandbox, []backends.Step, error) {
 	// A restore without a repo finds its compose file in the restored workspace.
 	fromSnapshot := req.Fill != nil && req.Inputs["repo"] == ""
 	canary := canaryImage(req.Profile, req.Inputs)
 	file := "compose.yaml"
+	var err error
 	if !fromSnapshot && canary == "" {
-		var err error
 		if file, err = composefile.Find(req.Inputs); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-	}
-	if err := backends.CheckEnv(req.Env); err != nil {
-		return nil, err
 	}
 	// The services, known from the client's copy of the compose file: no
 	// round trip, and the same list the plan showed.
 	var st stack
 	if !fromSnapshot {
-		var err error
 		if st, err = e.load(req.Profile, req.Inputs, req.Env, backends.PlanOptions{PublishedPorts: req.PublishedPorts}); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	compose, err := e.compose(ctx, req.Host)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	ws, err := backends.WorkspaceDir(ctx, req.Host, req.Host.RootDir, req.ID)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	sb := &backends.Sandbox{
-		ID: req.ID, Host: req.Host.Host(), Profile: req.Profile.Name, Extension: Name,
-		Inputs: req.Inputs, Labels: req.Labels, WorkspaceDir: ws,
-		ComposeProject: ProjectName(req.ID), ComposeFile: file, SourceHash: req.SourceHash,
-		CreatedAt: e.Now().UTC(), PublishedPorts: portsMode(req.PublishedPorts), WaitForPorts: req.WaitForPorts,
+		WorkspaceDir: ws, ComposeProject: ProjectName(req.ID), ComposeFile: file,
+		PublishedPorts: portsMode(req.PublishedPorts), WaitForPorts: req.WaitForPorts,
 		// Known before anything is made, so that a create cut off after
 		// `compose up` leaves a record whose teardown reads the same file.
 		Rendered: st.loaded != nil || fromSnapshot,
 	}
-	fail := func(err error) (*backends.Sandbox, error) {
-		return nil, backends.CleanUpAfter(ctx, err, req.Host, sb.ID, func(ctx context.Context) error {
-			return e.Teardown(ctx, req.Host, sb)
-		})
-	}
-	// Recorded before anything is made: a create cut off at any later
-	// point leaves a record naming what there is to remove.
-	if req.Started != nil {
-		if err := req.Started(ctx, sb); err != nil {
-			return nil, err
-		}
-	}
 	if fromSnapshot || len(st.networks) > 0 {
 		e.prefetch(ctx, req.Host, engine(compose))
 	}
-	if err := backends.MakeWorkspace(ctx, req, sb); errors.Is(err, backends.ErrWorkspaceExists) {
-		return nil, err // not this sandbox's: nothing of it is removed
-	} else if err != nil {
-		return fail(err)
-	}
+	var steps []backends.Step
 	if canary != "" && !fromSnapshot {
-		if err := hosts.WriteFile(ctx, req.Host, ws+"/"+file, canaryCompose(canary), 0o644); err != nil {
-			return fail(err)
-		}
+		steps = append(steps, backends.Step{Name: "write the canary compose file", Run: func(ctx context.Context) error {
+			return hosts.WriteFile(ctx, req.Host, ws+"/"+file, canaryCompose(canary), 0o644)
+		}})
 	}
-	// A restore's workspace holds the snapshot's compose file (over the
-	// repo's, when it has one): the stack is what the host resolves from
-	// it, rendered from that, and written by a command of its own (below).
-	var renderedOnHost bool
-	if req.Fill != nil && canary == "" {
-		if st, err = e.projectOnHost(ctx, req.Host, sb, compose, req.Inputs["compose_file"]); err != nil {
-			return fail(err)
-		}
-		sb.Rendered, renderedOnHost = true, true
-	}
-	sb.Services = st.plan.Services
 	var rendered []byte
-	if st.loaded != nil {
-		rendered, err = st.loaded.Isolate(composefile.IsolateOptions{Project: sb.ComposeProject,
-			FreePorts: sb.PublishedPorts == backends.PortsFree, PublishAddress: req.Host.PublishAddress})
-		if err != nil {
-			return fail(err)
+	render := func(ctx context.Context) (err error) {
+		// A restore's workspace holds the snapshot's compose file (over the
+		// repo's, when it has one): the stack is what the host resolves
+		// from it, rendered from that, and written by a command of its own.
+		var renderedOnHost bool
+		if req.Fill != nil && canary == "" {
+			if st, err = e.projectOnHost(ctx, req.Host, sb, compose, req.Inputs["compose_file"]); err != nil {
+				return err
+			}
+			sb.Rendered, renderedOnHost = true, true
 		}
-	}
-	if rendered != nil && (renderedOnHost || len(rendered) > maxRenderedInScript) {
-		// `compose config` interpolates: the rendering may hold values of
-		// the .env, so it is written like the .env, never on a command line.
-		if err := hosts.WriteFile(ctx, req.Host, sb.WorkspaceDir+"/"+backends.RenderedFile(sb.ComposeFile), rendered, 0o600); err != nil {
-			return fail(err)
+		sb.Services = st.plan.Services
+		if st.loaded == nil {
+			return nil
 		}
-		rendered = nil
+		if rendered, err = st.loaded.Isolate(composefile.IsolateOptions{Project: sb.ComposeProject,
+			FreePorts: sb.PublishedPorts == backends.PortsFree, PublishAddress: req.Host.PublishAddress}); err != nil {
+			return err
+		}
+		if renderedOnHost || len(rendered) > maxRenderedInScript {
+			// `compose config` interpolates: the rendering may hold values
+			// of the .env, so it is written like the .env, never on a
+			// command line.
+			err = hosts.WriteFile(ctx, req.Host, sb.WorkspaceDir+"/"+backends.RenderedFile(sb.ComposeFile), rendered, 0o600)
+			rendered = nil
+		}
+		return err
 	}
-	// Reservations are per root directory, but docker's address space is
-	// the host's: another root (another user, another configuration) may
-	// create a network in a chosen subnet before this stack does. Docker
-	// refuses the overlap; then the subnets are chosen again, with that
-	// network now in the taken set. One command reserves the subnets, brings
-	// the stack up and takes the first look at its services for WaitReady.
+	up := func(ctx context.Context) error { return e.up(ctx, req, sb, compose, st.networks, rendered) }
+	return sb, append(steps, backends.Step{Name: "render the compose file", Run: render}, backends.Step{Name: "compose up", Run: up}), nil
+}
+
+// up reserves the subnets of the stack's networks, brings the stack up and
+// takes the first look at its services for WaitReady, in one command.
+// Reservations are per root directory, but docker's address space is the
+// host's: another root (another user, another configuration) may create a
+// network in a chosen subnet before this stack does. Docker refuses the
+// overlap; then the subnets are chosen again, with that network now in the
+// taken set. rendered, when set, is written by the same command.
+func (e *Extension) up(ctx context.Context, req backends.Request, sb *backends.Sandbox, compose, networks []string, rendered []byte) error {
 	for attempt := 1; ; attempt++ {
-		res, err := e.chooseNetworks(ctx, req.Host, req.Profile, sb, engine(compose), st.networks, attempt > 1)
+		res, err := e.chooseNetworks(ctx, req.Host, req.Profile, sb, engine(compose), networks, attempt > 1)
 		if err != nil {
-			return fail(err)
+			return err
 		}
 		sb.NetworkOverride = res != nil
 		reply, err := hosts.Ask(ctx, req.Host, func(m hosts.Mark) string {
@@ -360,25 +308,25 @@ func (e *Extension) Provision(ctx context.Context, req backends.Request) (*backe
 			for _, s := range reply.Sections { // statusAfterUp
 				e.firstStatus.Store(sb.ID, string(s.Body))
 			}
-			return sb, nil
+			return nil
 		}
 		if err == nil && attempt < 5 { // reservedMeanwhile: nothing was written, nothing started
 			continue
 		} else if err == nil {
-			return fail(errors.New("other provider processes reserved the subnets chosen for the sandbox's networks first, five times"))
+			return errors.New("other provider processes reserved the subnets chosen for the sandbox's networks first, five times")
 		}
 		var ce *hosts.CommandError
 		if !errors.As(err, &ce) || !strings.Contains(ce.Stderr, "Pool overlaps") || attempt == 5 {
-			return fail(fmt.Errorf("compose up failed: %w", err))
+			return fmt.Errorf("compose up failed: %w", err)
 		}
 		if derr := req.Host.Run(ctx, inWorkspace(sb, compose, "down", "--remove-orphans", "--timeout", "5")+
 			"; rm -f -- "+hosts.Quote(overrideFor(sb)), nil, nil); derr != nil {
-			return fail(fmt.Errorf("compose up failed: %w; undoing it to choose other subnets failed: %v", err, derr))
+			return fmt.Errorf("compose up failed: %w; undoing it to choose other subnets failed: %v", err, derr)
 		}
 	}
 }
 
-// statusAfterUp is Provision's section holding the status read after `compose up`.
+// statusAfterUp is up's section holding the status read after `compose up`.
 const statusAfterUp = "status"
 
 // WaitReady looks at the services until all of them run (and pass their

@@ -7,7 +7,6 @@ package saasstub
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/backends"
 )
@@ -24,13 +23,13 @@ type Extension struct {
 var _ backends.Extension = (*Extension)(nil)
 
 // New returns the extension.
-func New() *Extension { return &Extension{backends.DirWorkspace{Ext: Name, Now: time.Now}} }
+func New() *Extension { return &Extension{backends.DirWorkspace{Ext: Name}} }
 
-// Provision makes the sandbox's workspace on the machine running Terraform,
+// Prepare puts the sandbox's workspace on the machine running Terraform,
 // the only place a stand-in for a SaaS service can put it.
-func (e *Extension) Provision(ctx context.Context, req backends.Request) (*backends.Sandbox, error) {
+func (e *Extension) Prepare(ctx context.Context, req backends.Request) (*backends.Sandbox, []backends.Step, error) {
 	if !req.Host.Local {
-		return nil, fmt.Errorf("%s sandboxes live on the local host, not on %q", Name, req.Host.Host())
+		return nil, nil, fmt.Errorf("%s sandboxes live on the local host, not on %q", Name, req.Host.Host())
 	}
-	return e.DirWorkspace.Provision(ctx, req)
+	return e.DirWorkspace.Prepare(ctx, req)
 }

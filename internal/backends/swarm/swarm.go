@@ -23,7 +23,6 @@ import (
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/catalog"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/composefile"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/hosts"
-	"github.com/sand-boxer/terraform-provider-sandboxer/internal/safepath"
 )
 
 // Name is the extension's catalog name.
@@ -37,7 +36,6 @@ const stackLabel = "com.docker.stack.namespace"
 type Extension struct {
 	// PollInterval is the longest wait between two looks at the services.
 	PollInterval time.Duration
-	Now          func() time.Time
 }
 
 var (
@@ -47,7 +45,7 @@ var (
 )
 
 // New returns the extension.
-func New() *Extension { return &Extension{PollInterval: time.Second, Now: time.Now} }
+func New() *Extension { return &Extension{PollInterval: time.Second} }
 
 func (e *Extension) Name() string { return Name }
 
@@ -71,19 +69,10 @@ func (e *Extension) Plan(_ *catalog.Profile, inputs, env map[string]string, opts
 	return check(l, opts.PublishedPorts != backends.PortsAsWritten)
 }
 
-// stackKeys and serviceKeys are what `docker stack deploy` accepts: it
-// validates the file against compose file format 3 and refuses any other
-// key (x- extensions aside), where compose itself accepts the newer
-// specification.
-var (
-	stackKeys   = keySet("version services networks volumes secrets configs")
-	serviceKeys = keySet("deploy build cap_add cap_drop cgroupns_mode cgroup_parent command configs container_name " +
-		"credential_spec depends_on devices dns dns_search domainname entrypoint env_file environment expose " +
-		"external_links extra_hosts healthcheck hostname image init ipc isolation labels links logging mac_address " +
-		"network_mode networks pid ports privileged read_only restart security_opt shm_size secrets sysctls stdin_open " +
-		"stop_grace_period stop_signal tmpfs tty ulimits oom_score_adj user userns_mode volumes working_dir")
-)
-
+// stackKeys and serviceKeys (v3keys.go) are what docker stack deploy
+// accepts: it validates the file against compose file format 3 and refuses
+// any other key (x- extensions aside), where compose itself accepts the
+// newer specification.
 func keySet(words string) map[string]bool {
 	set := map[string]bool{}
 	for _, w := range strings.Fields(words) {
@@ -242,7 +231,7 @@ const dotEnvExport = `if [ -f .env ]; then
 fi
 `
 
-func (e *Extension) Provision(ctx context.Context, req backends.Request) (*backends.Sandbox, error) {
+func (e *Extension) Prepare(ctx context.Context, req backends.Request) (*backends.Sandbox, []backends.Step, error) {
 	// A restore without a repo finds its compose file in the restored workspace.
 	fromSnapshot := req.Fill != nil && req.Inputs["repo"] == ""
 	file := req.Inputs["compose_file"]
@@ -253,84 +242,66 @@ func (e *Extension) Provision(ctx context.Context, req backends.Request) (*backe
 	if !fromSnapshot {
 		l, err := composefile.Load(req.Inputs, req.Env)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if plan, err = check(l, freePorts); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		replicas = declaredReplicas(l.Project)
 		// Published ports without a host port get one from the swarm's
 		// own range (30000-32767) on every node; fixed names are scoped.
 		if rendered, err = l.Isolate(composefile.IsolateOptions{Project: StackName(req.ID), FreePorts: freePorts}); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if file, err = composefile.Find(req.Inputs); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-	}
-	if err := backends.CheckEnv(req.Env); err != nil {
-		return nil, err
 	}
 	ws, err := backends.WorkspaceDir(ctx, req.Host, req.Host.RootDir, req.ID)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	sb := &backends.Sandbox{
-		ID: req.ID, Host: req.Host.Host(), Profile: req.Profile.Name, Extension: Name,
-		Inputs: req.Inputs, Labels: req.Labels, WorkspaceDir: ws,
-		ComposeProject: StackName(req.ID), ComposeFile: file, SourceHash: req.SourceHash,
-		CreatedAt: e.Now().UTC(), Services: plan.Services, Replicas: replicas,
-		Rendered: rendered != nil, PublishedPorts: backends.PortsFree,
-	}
+	sb := &backends.Sandbox{WorkspaceDir: ws, ComposeProject: StackName(req.ID), ComposeFile: file,
+		Services: plan.Services, Replicas: replicas, Rendered: rendered != nil, PublishedPorts: backends.PortsFree}
 	if !freePorts {
 		sb.PublishedPorts = backends.PortsAsWritten
 	}
-	fail := func(err error) (*backends.Sandbox, error) {
-		return nil, backends.CleanUpAfter(ctx, err, req.Host, sb.ID, func(ctx context.Context) error {
-			return e.Teardown(ctx, req.Host, sb)
-		})
-	}
-	// Recorded before anything is made: a create cut off at any later
-	// point leaves a record naming what there is to remove.
-	if req.Started != nil {
-		if err := req.Started(ctx, sb); err != nil {
-			return nil, err
-		}
-	}
-	if err := backends.MakeWorkspace(ctx, req, sb); errors.Is(err, backends.ErrWorkspaceExists) {
-		return nil, err // not this sandbox's: nothing of it is removed
-	} else if err != nil {
-		return fail(err)
-	}
+	var steps []backends.Step
 	if fromSnapshot {
-		if sb.ComposeFile, err = restoredComposeFile(ctx, req.Host, sb, file); err != nil {
-			return fail(err)
-		}
+		steps = append(steps, backends.Step{Name: "find the restored compose file", Run: func(ctx context.Context) error {
+			_, err := backends.RestoredComposeFile(ctx, req.Host, sb, file, nil)
+			return err
+		}})
 	}
 	if rendered != nil {
-		if err := hosts.WriteFile(ctx, req.Host, sb.WorkspaceDir+"/"+backends.RenderedFile(sb.ComposeFile), rendered, 0o644); err != nil {
-			return fail(err)
+		steps = append(steps, backends.Step{Name: "write the rendered compose file", Run: func(ctx context.Context) error {
+			return hosts.WriteFile(ctx, req.Host, sb.WorkspaceDir+"/"+backends.RenderedFile(sb.ComposeFile), rendered, 0o644)
+		}})
+	}
+	steps = append(steps, backends.Step{Name: "docker stack deploy", Run: func(ctx context.Context) error {
+		if err := req.Host.Run(ctx, deployScript(sb), nil, nil); err != nil {
+			return fmt.Errorf("docker stack deploy failed: %w", err)
 		}
-	}
-	if err := req.Host.Run(ctx, deployScript(sb), nil, nil); err != nil {
-		return fail(fmt.Errorf("docker stack deploy failed: %w", err))
-	}
+		return nil
+	}})
 	if fromSnapshot {
-		// The services and their declared replicas come from what the
-		// manager deployed, read in the same command: the compose file is
-		// the restored workspace's, on the host only, and the services
-		// `docker stack deploy` has just made hold the replicas it
-		// declares (nothing can have scaled them yet).
-		out, err := hosts.Output(ctx, req.Host, deployedServicesScript(sb.ComposeProject))
-		if err != nil {
-			return fail(fmt.Errorf("unable to list the services of stack %s: %w", sb.ComposeProject, err))
-		}
-		sb.Services, sb.Replicas = parseDeployed(string(out), sb.ComposeProject)
-		if len(sb.Services) == 0 {
-			return fail(fmt.Errorf("stack %s was deployed from the restored %s, but the manager lists none of its services", sb.ComposeProject, sb.ComposeFile))
-		}
+		steps = append(steps, backends.Step{Name: "read the deployed services", Run: func(ctx context.Context) error {
+			// The services and their declared replicas come from what the
+			// manager deployed: the compose file is the restored
+			// workspace's, on the host only, and the services `docker
+			// stack deploy` has just made hold the replicas it declares
+			// (nothing can have scaled them yet).
+			out, err := hosts.Output(ctx, req.Host, deployedServicesScript(sb.ComposeProject))
+			if err != nil {
+				return fmt.Errorf("unable to list the services of stack %s: %w", sb.ComposeProject, err)
+			}
+			if sb.Services, sb.Replicas = parseDeployed(string(out), sb.ComposeProject); len(sb.Services) == 0 {
+				return fmt.Errorf("stack %s was deployed from the restored %s, but the manager lists none of its services", sb.ComposeProject, sb.ComposeFile)
+			}
+			return nil
+		}})
 	}
-	return sb, nil
+	return sb, steps, nil
 }
 
 // deployedServicesScript prints each service of stack as name|replicas,
@@ -357,30 +328,6 @@ func parseDeployed(out, stack string) ([]string, map[string]int) {
 	}
 	slices.Sort(services)
 	return services, replicas
-}
-
-// restoredComposeFile finds the compose file in a workspace restored from a
-// snapshot.
-func restoredComposeFile(ctx context.Context, h *hosts.Host, sb *backends.Sandbox, name string) (string, error) {
-	candidates := composefile.DefaultFiles
-	if name != "" {
-		if err := safepath.Relative(name); err != nil {
-			return "", fmt.Errorf("input compose_file: %w", err)
-		}
-		candidates = []string{name}
-	}
-	var script strings.Builder
-	for _, f := range candidates {
-		fmt.Fprintf(&script, "if test -f %s; then echo %s; exit 0; fi\n", hosts.Quote(sb.WorkspaceDir+"/"+f), hosts.Quote(f))
-	}
-	out, err := hosts.Output(ctx, h, script.String())
-	if err != nil {
-		return "", err
-	}
-	if f := strings.TrimSpace(string(out)); f != "" {
-		return f, nil
-	}
-	return "", fmt.Errorf("no compose file in the restored workspace (looked for %s)", strings.Join(candidates, ", "))
 }
 
 // WaitReady looks at the services until every one has the replicas its

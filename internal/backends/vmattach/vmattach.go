@@ -5,7 +5,6 @@ package vmattach
 
 import (
 	"context"
-	"time"
 
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/backends"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/hosts"
@@ -23,7 +22,7 @@ type Extension struct {
 var _ backends.Extension = (*Extension)(nil)
 
 // New returns the extension.
-func New() *Extension { return &Extension{backends.DirWorkspace{Ext: Name, Now: time.Now}} }
+func New() *Extension { return &Extension{backends.DirWorkspace{Ext: Name}} }
 
 // A workspace has no processes of its own to hold still: snapshots and
 // restores read and write it directly.
