@@ -156,30 +156,3 @@ func TestShellScriptKillsOnInput(t *testing.T) {
 		time.Sleep(20 * time.Millisecond) // polling for the reaper
 	}
 }
-
-// A command's background child that keeps its output open writes before
-// the command's end line, never into the next command's output: the loop
-// waits for the output to close, as sshd does for a session.
-func TestShellScriptKeepsStragglersInTheirCommand(t *testing.T) {
-	const n = testNonce
-	in, out, wait := loop(t)
-	send(t, in, n+"\n(sleep 0.3; echo LATE-OUT; echo LATE-ERR >&2) & echo first\n"+n+"\n")
-	upTo(t, out, n+" ack\n")
-	if got := upTo(t, out, n+" end 0\n"); got != "first\nLATE-OUT\n" {
-		t.Fatalf("first command's output %q, want its child's line in it", got)
-	}
-	const m = "ffeeddccbbaa99887766554433221100"
-	send(t, in, m+"\necho second; echo second-err >&2\n"+m+"\n")
-	upTo(t, out, m+" ack\n")
-	if got := upTo(t, out, m+" end 0\n"); got != "second\n" {
-		t.Fatalf("second command's output %q", got)
-	}
-	_ = in.Close()
-	stderr, err := wait()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := shellBanner + n + " ack\nLATE-ERR\n" + n + " end\n" + m + " ack\nsecond-err\n" + m + " end\n"; stderr != want {
-		t.Fatalf("stderr %q, want %q", stderr, want)
-	}
-}
