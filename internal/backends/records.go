@@ -40,30 +40,31 @@ func writeRecord(ctx context.Context, h *hosts.Host, sb *Sandbox) error {
 // so the check costs no extra round trip even when root_dir is relative to
 // the SSH user's home.
 func readRecord(ctx context.Context, h *hosts.Host, id string) (*Sandbox, error) {
-	root, data, err := readRecordData(ctx, h, id)
+	v, err := readRecordData(ctx, h, id)
 	if err != nil {
 		return nil, err
 	}
-	return decodeRecord(h, id, data, root)
+	return decodeRecord(h, id, v.records[id], v.root)
 }
 
 // readRecordData reads record <id>.json of h as it is, with the resolved
-// root directory (ErrNotFound when the host has no such record).
-func readRecordData(ctx context.Context, h *hosts.Host, id string) (root string, data []byte, err error) {
+// root directory: a host view of that record alone (ErrNotFound when the
+// host has no such record).
+func readRecordData(ctx context.Context, h *hosts.Host, id string) (*hostView, error) {
 	p := recordPath(h, id)
 	out, err := hosts.Output(ctx, h, fmt.Sprintf("[ -f %[1]s ] || exit %[2]d; (cd -- %[3]s && pwd -P) || exit 1; cat -- %[1]s",
 		hosts.Quote(p), recordMissingExit, hosts.Quote(h.RootDir)))
 	if hosts.IsExitCode(err, recordMissingExit) {
-		return "", nil, ErrNotFound
+		return nil, ErrNotFound
 	}
 	if err != nil {
-		return "", nil, err
+		return nil, err
 	}
-	r, data, ok := bytes.Cut(out, []byte("\n"))
+	root, data, ok := bytes.Cut(out, []byte("\n"))
 	if !ok {
-		return "", nil, fmt.Errorf("host %q: unable to resolve root directory %s", h.Host(), h.RootDir)
+		return nil, fmt.Errorf("host %q: unable to resolve root directory %s", h.Host(), h.RootDir)
 	}
-	return string(r), data, nil
+	return &hostView{root: string(root), records: map[string][]byte{id: data}}, nil
 }
 
 // decodeRecord decodes record <id>.json of h, read together with the

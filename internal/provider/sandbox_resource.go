@@ -351,7 +351,7 @@ func (r *SandboxResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 		// next as a create, which checks the pool; the place of the
 		// sandbox it replaces is free by then.
 		if _, pool := catalog.Place(profile, r.placementRequest(configHost, plan.HostPool)); pool != "" {
-			r.data.replacing(state.Host.ValueString())
+			r.data.uncountReplaced(state.Host.ValueString())
 			plan.Host = types.StringUnknown()
 		}
 	}
