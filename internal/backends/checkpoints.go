@@ -101,14 +101,14 @@ func (r *Registry) DiffSnapshots(ctx context.Context, h *hosts.Host, from, to st
 
 // DeleteSnapshot removes a snapshot (its objects go when no snapshot uses them).
 func (r *Registry) DeleteSnapshot(ctx context.Context, h *hosts.Host, id string) error {
-	defer r.forget(h)
+	defer r.invalidateReads(ctx, h)
 	return r.agent.Delete(ctx, h, id)
 }
 
 // CopySnapshot copies snapshot id from src's store to dst's (the same host
 // or another) as newID: objects travel once and are verified on arrival.
 func (r *Registry) CopySnapshot(ctx context.Context, src *hosts.Host, id string, dst *hosts.Host, newID, name string) (checkpoint.Summary, error) {
-	defer r.forget(dst)
+	defer r.invalidateReads(ctx, dst)
 	return r.agent.Copy(ctx, src, id, dst, newID, name, r.now().UTC())
 }
 
@@ -144,7 +144,7 @@ func (r *Registry) CheckSnapshot(ctx context.Context, h *hosts.Host, sb *Sandbox
 // running; with quiesce "pause" its services are paused for the capture and
 // always unpaused after, also when the capture fails.
 func (r *Registry) Snapshot(ctx context.Context, h *hosts.Host, req SnapshotRequest) (summary checkpoint.Summary, err error) {
-	defer r.forget(h) // a pause changes what a refresh would see
+	defer r.invalidateReads(ctx, h) // a pause changes what a refresh would see
 	sb := req.Sandbox
 	if sb == nil || sb.ID != req.SandboxID {
 		sb, err = r.Sandbox(ctx, h, req.SandboxID)
@@ -233,7 +233,7 @@ func (r *Registry) Snapshot(ctx context.Context, h *hosts.Host, req SnapshotRequ
 // are stopped around the write, then started and waited ready again, also
 // when the restore itself failed (the workspace is then unchanged).
 func (r *Registry) RestoreInPlace(ctx context.Context, snapHost *hosts.Host, snapshotID string, h *hosts.Host, targetID string, opts checkpoint.RestoreOptions) (checkpoint.RestoreResult, error) {
-	defer r.forget(h)
+	defer r.invalidateReads(ctx, h)
 	var res checkpoint.RestoreResult
 	sb, err := r.Sandbox(ctx, h, targetID)
 	if errors.Is(err, ErrNotFound) {

@@ -8,7 +8,6 @@ import (
 	"path"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/agent"
@@ -47,7 +46,8 @@ type BatchInspector interface {
 	StatusFrom(out string, workspace bool, sb *Sandbox) Status
 }
 
-// hostView is what one command read of a host.
+// hostView is what one command read of a host (readHost), or of one record
+// (readRecordData: root and that record alone).
 type hostView struct {
 	root    string            // the resolved root directory
 	records map[string][]byte // sandbox id -> its record, as read
@@ -56,103 +56,17 @@ type hostView struct {
 	noRoot  bool              // the root directory does not exist (nothing else is set)
 }
 
-// batches holds the reads of T being made or recently made, by key (a host
-// name; a host name, NUL and a sandbox id for single records). Its zero
-// value is ready to use.
-type batches[T any] struct {
-	mu   sync.Mutex
-	keys map[string]*pending[T]
+// invalidateReads drops h's views and records: called after anything this
+// registry changes on h.
+func (r *Registry) invalidateReads(ctx context.Context, h *hosts.Host) {
+	host := func(key string) bool { return key == h.Host() }
+	r.reads.Invalidate(ctx, host)
+	r.snapReads.Invalidate(ctx, host)
+	r.recordReads.Invalidate(ctx, func(key recordKey) bool { return key.host == h.Host() })
 }
 
-type pending[T any] struct {
-	done     chan struct{}
-	val      T
-	err      error
-	finished time.Time // when done was closed
-}
-
-// get returns key's value: a read in flight is waited for, one finished
-// within readBatchWindow is reused, otherwise this caller reads it.
-func (b *batches[T]) get(ctx context.Context, key string, read func() (T, error)) (T, error) {
-	b.mu.Lock()
-	p := b.keys[key]
-	lead := p == nil
-	if p != nil {
-		select {
-		case <-p.done:
-			lead = time.Since(p.finished) > readBatchWindow
-		default:
-		}
-	}
-	if lead {
-		p = &pending[T]{done: make(chan struct{})}
-		if b.keys == nil {
-			b.keys = map[string]*pending[T]{}
-		}
-		b.keys[key] = p
-	}
-	b.mu.Unlock()
-	if lead {
-		p.val, p.err = read()
-		p.finished = time.Now()
-		close(p.done)
-	}
-	select {
-	case <-p.done:
-		return p.val, p.err
-	case <-ctx.Done():
-		var zero T
-		return zero, ctx.Err()
-	}
-}
-
-// recent returns key's value when a read of it is in flight (waited for)
-// or finished within readBatchWindow; ok is false when there is none.
-func (b *batches[T]) recent(ctx context.Context, key string) (val T, ok bool, err error) {
-	b.mu.Lock()
-	p := b.keys[key]
-	if p != nil {
-		select {
-		case <-p.done:
-			if time.Since(p.finished) > readBatchWindow {
-				p = nil
-			}
-		default:
-		}
-	}
-	b.mu.Unlock()
-	if p == nil {
-		return val, false, nil
-	}
-	select {
-	case <-p.done:
-		return p.val, true, p.err
-	case <-ctx.Done():
-		return val, false, ctx.Err()
-	}
-}
-
-// forget drops the values of the keys match accepts.
-func (b *batches[T]) forget(match func(key string) bool) {
-	b.mu.Lock()
-	maps.DeleteFunc(b.keys, func(key string, _ *pending[T]) bool { return match(key) })
-	b.mu.Unlock()
-}
-
-// forget drops h's views and records: called after anything this registry
-// changes on h.
-func (r *Registry) forget(h *hosts.Host) {
-	host := h.Host()
-	r.reads.forget(func(key string) bool { return key == host })
-	r.snapReads.forget(func(key string) bool { return key == host })
-	r.recordReads.forget(func(key string) bool { return strings.HasPrefix(key, host+"\x00") })
-}
-
-// recordRead is one record as read with the resolved root directory.
-type recordRead struct {
-	root string
-	data []byte
-}
+// recordKey is a sandbox's record on a host.
+type recordKey struct{ host, id string }
 
 // Sandbox reads a sandbox's record (ErrNotFound when the host has none).
 // Lookups are answered with the reads made together with them: from the
@@ -164,25 +78,18 @@ func (r *Registry) Sandbox(ctx context.Context, h *hosts.Host, id string) (*Sand
 	if err := CheckID(id); err != nil {
 		return nil, err
 	}
-	view, ok, err := r.reads.recent(ctx, h.Host())
-	if ok && err == nil && !view.noRoot {
-		data, found := view.records[id]
-		if !found {
-			return nil, ErrNotFound
-		}
-		return decodeRecord(h, id, data, view.root)
-	}
-	rec, err := r.recordReads.get(ctx, h.Host()+"\x00"+id, func() (*recordRead, error) {
-		root, data, err := readRecordData(ctx, h, id)
+	view, ok, err := r.reads.Peek(ctx, h.Host())
+	if !ok || err != nil || view.noRoot {
+		view, err = r.recordReads.Do(ctx, recordKey{h.Host(), id}, func(ctx context.Context) (*hostView, error) { return readRecordData(ctx, h, id) })
 		if err != nil {
 			return nil, err
 		}
-		return &recordRead{root: root, data: data}, nil
-	})
-	if err != nil {
-		return nil, err
 	}
-	return decodeRecord(h, id, rec.data, rec.root)
+	data, found := view.records[id]
+	if !found {
+		return nil, ErrNotFound
+	}
+	return decodeRecord(h, id, data, view.root)
 }
 
 // Refresh is Get for a refresh: the same sandbox and status, answered from
@@ -219,7 +126,7 @@ func (r *Registry) Refresh(ctx context.Context, h *hosts.Host, id string) (*Sand
 
 // view is h's host view, read now or shared with the reads in flight.
 func (r *Registry) view(ctx context.Context, h *hosts.Host) (*hostView, error) {
-	return r.reads.get(ctx, h.Host(), func() (*hostView, error) { return r.readHost(ctx, h) })
+	return r.reads.Do(ctx, h.Host(), func(ctx context.Context) (*hostView, error) { return r.readHost(ctx, h) })
 }
 
 // statusIn is sb's status as its extension's Inspect would return it,
@@ -240,7 +147,7 @@ func (r *Registry) statusIn(ctx context.Context, h *hosts.Host, view *hostView, 
 // host's store are read once for the refreshes that start together, and
 // each snapshot's is verified when it is asked for.
 func (r *Registry) RefreshSnapshot(ctx context.Context, h *hosts.Host, id string) (checkpoint.Summary, error) {
-	ms, err := r.snapReads.get(ctx, h.Host(), func() (*agent.Manifests, error) { return r.agent.ReadManifests(ctx, h) })
+	ms, err := r.snapReads.Do(ctx, h.Host(), func(ctx context.Context) (*agent.Manifests, error) { return r.agent.ReadManifests(ctx, h) })
 	if err != nil {
 		return checkpoint.Summary{}, err
 	}

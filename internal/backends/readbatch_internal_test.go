@@ -42,8 +42,8 @@ func TestReadHostKeepsDataThatLooksLikeFrames(t *testing.T) {
 	if err != nil || !reflect.DeepEqual(v, want) {
 		t.Fatalf("view %v\n%#v\nwant\n%#v", err, v, want)
 	}
-	if got, data, err := readRecordData(t.Context(), h, "aaa"); err != nil || got != root || string(data) != forged {
-		t.Fatalf("readRecordData: %q %q %v", got, data, err)
+	if got, err := readRecordData(t.Context(), h, "aaa"); err != nil || got.root != root || string(got.records["aaa"]) != forged {
+		t.Fatalf("readRecordData: %+v %v", got, err)
 	}
 	if _, err := parseHostView(hosts.Reply{Sections: []hosts.Section{{Kind: viewRoot, Body: []byte("relative\n")}}}); err == nil {
 		t.Error("parseHostView accepted a relative root directory")

@@ -123,7 +123,7 @@ func RunReaper(ctx context.Context, h *hosts.Host) ([]string, error) {
 // removes (expired and abandoned sandboxes) changes. A root directory that
 // does not exist holds nothing to reap. It returns the ids removed.
 func (r *Registry) Reap(ctx context.Context, h *hosts.Host) ([]string, error) {
-	defer r.forget(h) // what a refresh would see has changed
+	defer r.invalidateReads(ctx, h) // what a refresh would see has changed
 	root := hosts.Quote(h.RootDir)
 	script := strings.Replace(reaperScript, "@ROOT@", root, 1)
 	var out strings.Builder

@@ -36,29 +36,29 @@ func writeRecord(ctx context.Context, h *hosts.Host, sb *Sandbox) error {
 // so the check costs no extra round trip even when root_dir is relative to
 // the SSH user's home.
 func readRecord(ctx context.Context, h *hosts.Host, id string) (*Sandbox, error) {
-	root, data, err := readRecordData(ctx, h, id)
+	v, err := readRecordData(ctx, h, id)
 	if err != nil {
 		return nil, err
 	}
-	return decodeRecord(h, id, data, root)
+	return decodeRecord(h, id, v.records[id], v.root)
 }
 
 // readRecordData reads record <id>.json of h as it is, with the resolved
-// root directory (ErrNotFound when the host has no such record).
-func readRecordData(ctx context.Context, h *hosts.Host, id string) (root string, data []byte, err error) {
+// root directory: a host view of that record alone (ErrNotFound when the
+// host has no such record).
+func readRecordData(ctx context.Context, h *hosts.Host, id string) (*hostView, error) {
 	reply, err := hosts.Ask(ctx, h, func(m hosts.Mark) string { return recordsScript(m, h, hosts.Quote(recordPath(h, id))) })
 	if err != nil {
-		return "", nil, err
+		return nil, err
 	}
 	v, err := parseHostView(reply)
 	if err != nil {
-		return "", nil, fmt.Errorf("host %q, root directory %s: %w", h.Host(), h.RootDir, err)
+		return nil, fmt.Errorf("host %q, root directory %s: %w", h.Host(), h.RootDir, err)
 	}
-	data, ok := v.records[id]
-	if !ok {
-		return "", nil, ErrNotFound
+	if _, ok := v.records[id]; !ok {
+		return nil, ErrNotFound
 	}
-	return v.root, data, nil
+	return v, nil
 }
 
 // decodeRecord decodes record <id>.json of h, read together with the

@@ -7,7 +7,6 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-log/tflog"
@@ -25,16 +24,20 @@ type Registry struct {
 	// ledger charges metered sandboxes; nil when no credits_file is set.
 	ledger *metering.Ledger
 
-	reaperSettings map[string]ReaperSetting  // host name -> its `reaper` argument, set at configure
-	reapers        sync.Map                  // host name -> struct{}: reaper installed or removed by this process
-	reads          batches[*hostView]        // host views shared by refreshes (readbatch.go)
-	snapReads      batches[*agent.Manifests] // store manifests shared by snapshot refreshes
-	recordReads    batches[*recordRead]      // single records shared by lookups, by host and id
+	reaperSettings map[string]ReaperSetting         // host name -> its `reaper` argument, set at configure
+	reapers        Flight[string, struct{}]         // reapers installed or removed by this process, by host name
+	reads          Flight[string, *hostView]        // host views shared by refreshes (readbatch.go)
+	snapReads      Flight[string, *agent.Manifests] // store manifests shared by snapshot refreshes
+	recordReads    Flight[recordKey, *hostView]     // single records shared by lookups
 }
 
 // NewRegistry returns a registry of the given extensions.
 func NewRegistry(exts ...Extension) *Registry {
-	r := &Registry{exts: map[string]Extension{}, now: time.Now, agent: agent.NewClient(), reaperSettings: map[string]ReaperSetting{}}
+	r := &Registry{exts: map[string]Extension{}, now: time.Now, agent: agent.NewClient(), reaperSettings: map[string]ReaperSetting{},
+		reapers:     Flight[string, struct{}]{What: "reaper setting", Keep: Forever},
+		reads:       Flight[string, *hostView]{What: "host view read", Keep: readBatchWindow, KeepFailures: readBatchWindow},
+		snapReads:   Flight[string, *agent.Manifests]{What: "store manifests read", Keep: readBatchWindow, KeepFailures: readBatchWindow},
+		recordReads: Flight[recordKey, *hostView]{What: "record read", Keep: readBatchWindow, KeepFailures: readBatchWindow}}
 	for _, e := range exts {
 		r.exts[e.Name()] = e
 	}
@@ -108,18 +111,12 @@ func (r *Registry) settleReaper(ctx context.Context, h *hosts.Host) error {
 	if setting == ReaperUnset {
 		return nil
 	}
-	if _, done := r.reapers.Load(h.Host()); done {
-		return nil
-	}
-	var err error
-	if setting == ReaperOn {
-		err = InstallReaper(ctx, h)
-	} else {
-		err = UninstallReaper(ctx, h)
-	}
-	if err == nil {
-		r.reapers.Store(h.Host(), struct{}{})
-	}
+	_, err := r.reapers.Do(ctx, h.Host(), func(ctx context.Context) (struct{}, error) {
+		if setting == ReaperOn {
+			return struct{}{}, InstallReaper(ctx, h)
+		}
+		return struct{}{}, UninstallReaper(ctx, h)
+	})
 	return err
 }
 
@@ -130,7 +127,7 @@ func (r *Registry) settleReaper(ctx context.Context, h *hosts.Host) error {
 // the error says so (ErrCleanupFailed) and the record stays, naming what
 // remains.
 func (r *Registry) create(ctx context.Context, ext Extension, req Request) (*Sandbox, error) {
-	defer r.forget(req.Host)
+	defer r.invalidateReads(ctx, req.Host)
 	if err := r.settleReaper(ctx, req.Host); err != nil {
 		return nil, err
 	}
@@ -255,7 +252,7 @@ func (r *Registry) Destroy(ctx context.Context, h *hosts.Host, id string) error 
 }
 
 func (r *Registry) teardown(ctx context.Context, ext Extension, h *hosts.Host, sb *Sandbox) error {
-	defer r.forget(h)
+	defer r.invalidateReads(ctx, h)
 	if err := ext.Teardown(ctx, h, sb); err != nil {
 		return err
 	}
@@ -271,7 +268,7 @@ func (r *Registry) teardown(ctx context.Context, ext Extension, h *hosts.Host, s
 // modify changes a sandbox's record on the host (an in-place update:
 // labels, expiry, quote) and returns the new record.
 func (r *Registry) modify(ctx context.Context, h *hosts.Host, id string, change func(*Sandbox)) (*Sandbox, error) {
-	defer r.forget(h)
+	defer r.invalidateReads(ctx, h)
 	sb, err := readRecord(ctx, h, id)
 	if err != nil {
 		return nil, err

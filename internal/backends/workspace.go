@@ -10,7 +10,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/checkpoint"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/composefile"
@@ -31,39 +30,30 @@ import (
 // one apply share it): where a root directory leads does not change while
 // an apply runs, and a base removed meanwhile fails the workspace's mkdir.
 func WorkspaceDir(ctx context.Context, h *hosts.Host, base, name string) (string, error) {
-	v, _ := resolvedBases.LoadOrStore(resolvedKey{h, base}, &resolvedBase{})
-	rb, ok := v.(*resolvedBase)
-	if !ok {
-		panic(fmt.Sprintf("backends: resolved base of type %T: only *resolvedBase is stored", v))
-	}
-	// Concurrent creates wait for the first one's answer.
-	rb.mu.Lock()
-	defer rb.mu.Unlock()
-	if rb.dir == "" {
+	dir, err := resolvedBases.Do(ctx, resolvedKey{h, base}, func(ctx context.Context) (string, error) {
 		out, err := hosts.Output(ctx, h, fmt.Sprintf("mkdir -p -- %[1]s && cd -- %[1]s && pwd -P", hosts.Quote(base)))
 		if err != nil {
 			return "", fmt.Errorf("unable to create the directory %s for workspaces: %w", base, err)
 		}
-		rb.dir = strings.TrimSuffix(strings.TrimSpace(string(out)), "/")
+		return strings.TrimSuffix(strings.TrimSpace(string(out)), "/"), nil
+	})
+	if err != nil {
+		return "", err
 	}
-	return rb.dir + "/" + name, nil
+	return dir + "/" + name, nil
 }
 
-// resolvedBases maps a host and a base directory (resolvedKey) to the base
-// as the host resolved it (*resolvedBase; WorkspaceDir). Keyed by the Host
-// itself: a provider configured again (each Terraform run, each test step)
-// resolves again.
-var resolvedBases sync.Map
-
-type resolvedBase struct {
-	mu  sync.Mutex
-	dir string // "" until resolved
-}
+// resolvedBases are the base directories as their hosts resolved them
+// (WorkspaceDir), keyed by the Host itself: a provider configured again
+// (each Terraform run, each test step) resolves again.
+var resolvedBases = Flight[resolvedKey, string]{What: "workspace base resolution", Keep: Forever}
 
 type resolvedKey struct {
 	h    *hosts.Host
 	base string
 }
+
+func (k resolvedKey) String() string { return k.h.Host() + ":" + k.base }
 
 // ErrWorkspaceExists is a new workspace's directory found existing: ids
 // are fresh, so it is someone else's, and a create removes nothing of it.

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
@@ -61,23 +60,18 @@ type poolMember struct {
 type placer struct {
 	pools   map[string]*hostPool
 	members map[string]poolMember
+	// capacity is each host's capacity, read once, by host name. A failed
+	// read is kept too: the host is skipped, not waited for again.
+	capacity backends.Flight[string, backends.Capacity]
 
-	mu       sync.Mutex
-	capacity map[string]*capacityRead // host -> its one read
-	planned  map[string]int           // host -> sandboxes this process planned there
-	created  map[string]int           // host -> sandboxes this process created there
-}
-
-type capacityRead struct {
-	once sync.Once
-	read atomic.Bool // once has run
-	c    backends.Capacity
-	err  error
+	mu      sync.Mutex
+	planned map[string]int // host -> sandboxes this process planned there
+	created map[string]int // host -> sandboxes this process created there
 }
 
 func newPlacer() *placer {
-	return &placer{pools: map[string]*hostPool{}, members: map[string]poolMember{},
-		capacity: map[string]*capacityRead{}, planned: map[string]int{}, created: map[string]int{}}
+	return &placer{pools: map[string]*hostPool{}, members: map[string]poolMember{}, planned: map[string]int{}, created: map[string]int{},
+		capacity: backends.Flight[string, backends.Capacity]{What: "capacity read", Keep: backends.Forever, KeepFailures: backends.Forever, Timeout: capacityReadTimeout}}
 }
 
 // addHost adds a host block's pool membership.
@@ -103,36 +97,27 @@ func (d *providerData) place(ctx context.Context, pool string, labels map[string
 	if !ok {
 		return backends.Placement{}, fmt.Errorf("pool %q is not named by any host block (pools: %s)", pool, strings.Join(slices.Sorted(maps.Keys(p.pools)), ", "))
 	}
-	// The capacity of every host of the pool, read in parallel, once.
+	// The capacity of every host of the pool, read in parallel, once. The
+	// read serves every placement of the process: it outlives the request
+	// that happens to start it, within a bound of its own.
+	caps := make([]backends.Capacity, len(hp.hosts))
+	errs := make([]error, len(hp.hosts))
 	var wg sync.WaitGroup
-	reads := make([]*capacityRead, len(hp.hosts))
-	p.mu.Lock()
-	for i, name := range hp.hosts {
-		r := p.capacity[name]
-		if r == nil {
-			r = &capacityRead{}
-			p.capacity[name] = r
-		}
-		reads[i] = r
-	}
-	p.mu.Unlock()
-	// The read serves every placement of the process: it outlives the
-	// request that happens to start it, within a bound of its own.
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), capacityReadTimeout)
-	defer cancel()
 	for i, name := range hp.hosts {
 		wg.Go(func() {
-			reads[i].once.Do(func() {
+			caps[i], errs[i] = p.capacity.Do(ctx, name, func(ctx context.Context) (backends.Capacity, error) {
 				h, err := d.host(name)
-				if err == nil {
-					reads[i].c, err = backends.ReadCapacity(rctx, h)
+				if err != nil {
+					return backends.Capacity{}, err
 				}
-				reads[i].err = err
-				reads[i].read.Store(true)
+				return backends.ReadCapacity(ctx, h)
 			})
 		})
 	}
 	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return backends.Placement{}, err
+	}
 
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -144,7 +129,7 @@ func (d *providerData) place(ctx context.Context, pool string, labels map[string
 	for i, name := range hp.hosts {
 		m := p.members[name]
 		cands[i] = backends.Candidate{Host: name, Labels: m.labels, MaxSandboxes: m.maxSandboxes,
-			Capacity: reads[i].c, Err: reads[i].err, Placed: count[name]}
+			Capacity: caps[i], Err: errs[i], Placed: count[name]}
 	}
 	placement, err := backends.Place(cands, backends.PoolRule{Pool: pool, MinFreeMemoryMB: hp.minFreeMemoryMB, Labels: labels})
 	if err == nil {
@@ -153,28 +138,30 @@ func (d *providerData) place(ctx context.Context, pool string, labels map[string
 	return placement, err
 }
 
-// replacing counts, in a plan, the sandbox on host that a replacement
-// takes the place of: it still exists while the plan reads the pool, and
-// is destroyed before its replacement is created. (Terraform then plans
-// the replacement as a create, which place counts.)
-func (d *providerData) replacing(host string) {
+// uncountReplaced takes the sandbox that a replacement takes the place of
+// off what a plan counts on host: it still exists while the plan reads
+// the pool, and is destroyed before its replacement is created.
+// (Terraform then plans the replacement as a create, which place counts.)
+func (d *providerData) uncountReplaced(host string) {
 	p := d.placer
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.planned[host]--
 }
 
-// released counts a sandbox this process destroyed on host: when the
-// host's capacity was read before, that read counted it (an apply that
-// replaces a pool sandbox destroys it before it creates the replacement).
-func (d *providerData) released(host string) {
+// uncountDestroyed takes a sandbox this process destroyed on host off its
+// counts when the host's capacity was read (or is being read): that read
+// counted it (an apply that replaces a pool sandbox destroys it before it
+// creates the replacement).
+func (d *providerData) uncountDestroyed(ctx context.Context, host string) {
 	p := d.placer
+	if _, read, _ := p.capacity.Peek(ctx, host); !read {
+		return
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if r := p.capacity[host]; r != nil && r.read.Load() {
-		p.planned[host]--
-		p.created[host]--
-	}
+	p.planned[host]--
+	p.created[host]--
 }
 
 // configurePools reads the pool blocks and the pool settings of host blocks.

@@ -162,7 +162,7 @@ func (d *providerData) destroySandbox(ctx context.Context, diags *diag.Diagnosti
 		diags.AddError(summary, fmt.Sprintf("Sandbox %s on host %q: %v", id, h.Host(), err))
 		return
 	}
-	d.released(h.Host())
+	d.uncountDestroyed(ctx, h.Host())
 	d.emit(ctx, diags, events.Event{Event: events.SandboxDestroyed, SandboxID: id, Host: h.Host(), Profile: profile})
 }
 

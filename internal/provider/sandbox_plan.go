@@ -311,7 +311,7 @@ func (p *sandboxPlan) placeReplacement() {
 		return
 	}
 	if _, pool := catalog.Place(p.profile, p.data.placementRequest(p.configHost, p.plan.HostPool)); pool != "" {
-		p.data.replacing(p.state.Host.ValueString())
+		p.data.uncountReplaced(p.state.Host.ValueString())
 		p.plan.Host = types.StringUnknown()
 	}
 }

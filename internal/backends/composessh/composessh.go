@@ -35,9 +35,10 @@ type Extension struct {
 	// a host without one uses DefaultNetworkPool.
 	NetworkPools map[string]netip.Prefix
 
-	detected  sync.Map // host name -> []string (compose argv)
-	detecting sync.Map // host name -> chan struct{} (one detection at a time)
-	pools     sync.Map // host name -> *networkPool
+	detections backends.Flight[string, []string]       // host name -> compose argv
+	listings   backends.Flight[string, []netip.Prefix] // host name -> subnets in use there, as last listed
+	choosing   sync.Mutex                              // held while a create chooses subnets (claim)
+	chosen     map[string][]netip.Prefix               // host name -> subnets this process chose there
 	// firstStatus holds, by sandbox id, the status output read by the
 	// command that brought the sandbox up, for WaitReady's first look.
 	firstStatus sync.Map
@@ -47,7 +48,10 @@ var _ backends.Extension = (*Extension)(nil)
 
 // New returns the extension using composeCommand ("" to auto-detect).
 func New(composeCommand string) *Extension {
-	return &Extension{ComposeCommand: composeCommand, PollInterval: time.Second, NetworkPools: map[string]netip.Prefix{}}
+	return &Extension{ComposeCommand: composeCommand, PollInterval: time.Second, NetworkPools: map[string]netip.Prefix{},
+		detections: backends.Flight[string, []string]{What: "compose command detection", Keep: backends.Forever},
+		listings:   backends.Flight[string, []netip.Prefix]{What: "listing of the subnets in use", Keep: backends.Forever},
+		chosen:     map[string][]netip.Prefix{}}
 }
 
 func (e *Extension) Name() string { return Name }
@@ -110,58 +114,28 @@ func (e *Extension) projectOnHost(ctx context.Context, h *hosts.Host, sb *backen
 const noComposeCommand = "no-compose-command"
 
 // compose returns the compose argv for a host, detecting it once per host.
-// Callers that find it undetected wait for one detection: `docker compose
+// Callers that find it undetected share one detection: `docker compose
 // version` starts the compose plugin (~0.25 s of CPU), and the creates of
 // one apply all ask at once.
 func (e *Extension) compose(ctx context.Context, h *hosts.Host) ([]string, error) {
-	if argv, ok := e.known(h); ok {
-		return argv, nil
+	if e.ComposeCommand != "" {
+		return strings.Fields(e.ComposeCommand), nil
 	}
-	v, _ := e.detecting.LoadOrStore(h.Host(), make(chan struct{}, 1))
-	turn, ok := v.(chan struct{})
-	if !ok {
-		panic(fmt.Sprintf("composessh: detection lock of type %T: only chan struct{} is stored", v))
-	}
-	select {
-	case turn <- struct{}{}:
-		defer func() { <-turn }()
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-	if argv, ok := e.known(h); ok { // detected while this call waited
-		return argv, nil
-	}
-	reply, err := hosts.Ask(ctx, h, func(m hosts.Mark) string {
-		return `if docker compose version >/dev/null 2>&1; then echo "docker compose"
+	return e.detections.Do(ctx, h.Host(), func(ctx context.Context) ([]string, error) {
+		reply, err := hosts.Ask(ctx, h, func(m hosts.Mark) string {
+			return `if docker compose version >/dev/null 2>&1; then echo "docker compose"
 elif command -v docker-compose >/dev/null 2>&1; then echo docker-compose
 elif command -v podman-compose >/dev/null 2>&1; then echo podman-compose
 else ` + m.Result(noComposeCommand) + "; fi"
+		})
+		if err != nil {
+			return nil, err
+		}
+		if reply.Result == noComposeCommand {
+			return nil, fmt.Errorf("host %q has no compose command (tried docker compose, docker-compose, podman-compose): set compose_command or SANDBOXER_COMPOSE_CMD", h.Host())
+		}
+		return strings.Fields(string(reply.Head)), nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	if reply.Result == noComposeCommand {
-		return nil, fmt.Errorf("host %q has no compose command (tried docker compose, docker-compose, podman-compose): set compose_command or SANDBOXER_COMPOSE_CMD", h.Host())
-	}
-	argv := strings.Fields(string(reply.Head))
-	e.detected.Store(h.Host(), argv)
-	return argv, nil
-}
-
-// known is the compose argv for h when configured or detected already.
-func (e *Extension) known(h *hosts.Host) ([]string, bool) {
-	if e.ComposeCommand != "" {
-		return strings.Fields(e.ComposeCommand), true
-	}
-	v, ok := e.detected.Load(h.Host())
-	if !ok {
-		return nil, false
-	}
-	argv, ok := v.([]string)
-	if !ok {
-		panic(fmt.Sprintf("composessh: detected compose command of type %T: only []string is stored", v))
-	}
-	return argv, true
 }
 
 // engine is the container CLI matching the compose command.
@@ -418,18 +392,22 @@ var _ backends.BatchInspector = (*Extension)(nil)
 // project: the status of all of a host's sandboxes in one command.
 //
 // A status needs only the engine, not the compose command: when this
-// process has not detected that yet (a plan's refresh), the script lists
-// the containers of each engine the host has rather than detecting it,
-// which runs the compose CLI (`docker compose version` starts the compose
-// plugin: ~0.3 s, the most of a plan's time on the host). Project names
-// are the sandboxes' own, so a project is found in one engine or, where
-// `docker` is podman's, seen twice the same. An engine whose listing
-// fails, or no engine at all, fails the script: each sandbox is then
-// inspected by itself, which says why.
-func (e *Extension) HostStatusScript(_ context.Context, h *hosts.Host) (string, error) {
+// process has not detected that yet (a plan's refresh) and is not at it,
+// the script lists the containers of each engine the host has rather than
+// detecting it, which runs the compose CLI (`docker compose version`
+// starts the compose plugin: ~0.3 s, the most of a plan's time on the
+// host). Project names are the sandboxes' own, so a project is found in
+// one engine or, where `docker` is podman's, seen twice the same. An
+// engine whose listing fails, or no engine at all, fails the script: each
+// sandbox is then inspected by itself, which says why.
+func (e *Extension) HostStatusScript(ctx context.Context, h *hosts.Host) (string, error) {
 	filter := hosts.Quote("label=" + projectLabel)
 	format := hosts.Quote(`{{.Label "` + projectLabel + `"}}|` + containerFormat)
-	if compose, ok := e.known(h); ok {
+	compose := strings.Fields(e.ComposeCommand)
+	if len(compose) == 0 {
+		compose, _, _ = e.detections.Peek(ctx, h.Host()) // empty unless detected
+	}
+	if len(compose) > 0 {
 		return engine(compose) + " ps -a --filter " + filter + " --format " + format, nil
 	}
 	return `(n=0; for e in docker podman; do command -v "$e" >/dev/null 2>&1 || continue; "$e" ps -a --filter ` + filter +

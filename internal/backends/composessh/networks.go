@@ -1,6 +1,7 @@
 package composessh
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -10,7 +11,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/compose-spec/compose-go/v2/types"
 
@@ -74,58 +74,46 @@ func subnetBits(p *catalog.Profile) (int, error) {
 	return n, nil
 }
 
-// networkPool is one host's pool. mu keeps the provider's own concurrent
-// creates on that host from choosing the same free subnets. What counts as
-// taken is what the host had in use when last listed (hostTaken; listed
-// once it was) plus every subnet this process chose (chosen; released ones stay:
-// within one process that only wastes a few addresses).
-type networkPool struct {
-	mu        sync.Mutex
-	prefix    netip.Prefix
-	listed    bool
-	hostTaken []netip.Prefix
-	chosen    []netip.Prefix
+// poolOf is h's network pool.
+func (e *Extension) poolOf(h *hosts.Host) netip.Prefix {
+	return cmp.Or(e.NetworkPools[h.Host()], DefaultNetworkPool)
 }
 
-func (p *networkPool) taken() []netip.Prefix {
-	return append(slices.Clip(p.hostTaken), p.chosen...)
-}
-
-// pool returns the pool of a host.
-func (e *Extension) pool(h *hosts.Host) *networkPool {
-	prefix, ok := e.NetworkPools[h.Host()]
-	if !ok {
-		prefix = DefaultNetworkPool
+// hostTaken is the subnets in use on h, as listed once per process and
+// shared by the creates that ask meanwhile; fresh lists them again.
+func (e *Extension) hostTaken(ctx context.Context, h *hosts.Host, engine string, fresh bool) ([]netip.Prefix, error) {
+	if fresh {
+		e.listings.Invalidate(ctx, func(host string) bool { return host == h.Host() })
 	}
-	v, _ := e.pools.LoadOrStore(h.Host(), &networkPool{prefix: prefix})
-	p, ok := v.(*networkPool)
-	if !ok {
-		panic(fmt.Sprintf("composessh: network pool of type %T: only *networkPool is stored", v))
-	}
-	return p
-}
-
-// prefetch lists the subnets in use on h in the background when this
-// process has not listed them yet and no one else is at it: the listing
-// needs nothing a create makes, so it runs while the workspace is made and
-// filled, and the create's network choice (chooseNetworks, which waits for
-// the pool's lock) finds the answer there. A listing that fails is left to
-// chooseNetworks to make again.
-func (e *Extension) prefetch(ctx context.Context, h *hosts.Host, engine string) {
-	pool := e.pool(h)
-	if !pool.mu.TryLock() {
-		return // a listing or a choice is under way: it serves this create too
-	}
-	if pool.listed {
-		pool.mu.Unlock()
-		return
-	}
-	go func() {
-		defer pool.mu.Unlock()
-		if out, err := hosts.Output(ctx, h, takenScript(h, engine)); err == nil {
-			pool.hostTaken, pool.listed = parseTaken(string(out)), true
+	return e.listings.Do(ctx, h.Host(), func(ctx context.Context) ([]netip.Prefix, error) {
+		out, err := hosts.Output(ctx, h, takenScript(h, engine))
+		if err != nil {
+			return nil, fmt.Errorf("unable to list the subnets in use on host %q: %w", h.Host(), err)
 		}
-	}()
+		return parseTaken(string(out)), nil
+	})
+}
+
+// prefetch starts listing the subnets in use on h unless this process has
+// them or is at it: the listing needs nothing a create makes, so it runs
+// while the workspace is made and filled, for chooseNetworks to join (or
+// to make again, when it failed).
+func (e *Extension) prefetch(ctx context.Context, h *hosts.Host, engine string) {
+	go func() { _, _ = e.hostTaken(ctx, h, engine, false) }()
+}
+
+// claim chooses n free subnets of the given size on h, taking besides those
+// in use there every subnet this process chose there (a released one too:
+// that only wastes a few addresses), so that concurrent creates never
+// choose the same.
+func (e *Extension) claim(h *hosts.Host, bits, n int, hostTaken []netip.Prefix) ([]netip.Prefix, error) {
+	e.choosing.Lock()
+	defer e.choosing.Unlock()
+	subnets, err := choose(e.poolOf(h), bits, n, append(slices.Clip(hostTaken), e.chosen[h.Host()]...))
+	if err == nil {
+		e.chosen[h.Host()] = append(e.chosen[h.Host()], subnets...)
+	}
+	return subnets, err
 }
 
 // overrideFor is the absolute path of a sandbox's network override (and
@@ -280,35 +268,21 @@ func (e *Extension) chooseNetworks(ctx context.Context, h *hosts.Host, p *catalo
 	if err != nil {
 		return nil, err
 	}
-	pool := e.pool(h)
-	pool.mu.Lock()
-	defer pool.mu.Unlock()
-	list := func() error {
-		out, err := hosts.Output(ctx, h, takenScript(h, engine))
-		if err != nil {
-			return fmt.Errorf("unable to list the subnets in use on host %q: %w", h.Host(), err)
+	var subnets []netip.Prefix
+	for fresh := relist; ; fresh = true {
+		taken, err := e.hostTaken(ctx, h, engine, fresh)
+		if err == nil {
+			subnets, err = e.claim(h, bits, len(networks), taken)
 		}
-		pool.hostTaken, pool.listed = parseTaken(string(out)), true
-		return nil
-	}
-	if !pool.listed || relist {
-		if err := list(); err != nil {
+		if err == nil {
+			break
+		}
+		if fresh {
 			return nil, err
 		}
-		relist = true
+		// The listing failed (a prefetch's), or the pool is full as this
+		// process saw it (the host may have freed some since): ask again.
 	}
-	subnets, err := choose(pool.prefix, bits, len(networks), pool.taken())
-	if err != nil && !relist {
-		// Full as this process saw it: the host may have freed some since.
-		if err := list(); err != nil {
-			return nil, err
-		}
-		subnets, err = choose(pool.prefix, bits, len(networks), pool.taken())
-	}
-	if err != nil {
-		return nil, err
-	}
-	pool.chosen = append(pool.chosen, subnets...)
 	return &reservation{
 		dir:      hosts.Quote(h.Path(".sandboxer", "networks")),
 		lock:     hosts.Quote(h.Path(".sandboxer", "networks.lock")),
@@ -325,9 +299,9 @@ func (e *Extension) FreeNetworks(ctx context.Context, h *hosts.Host) (int, error
 	if err != nil {
 		return 0, err
 	}
-	out, err := hosts.Output(ctx, h, takenScript(h, engine(compose)))
+	taken, err := e.hostTaken(ctx, h, engine(compose), true)
 	if err != nil {
-		return 0, fmt.Errorf("unable to list the subnets in use: %w", err)
+		return 0, err
 	}
-	return FreeNetworks(e.pool(h).prefix, parseTaken(string(out))), nil
+	return FreeNetworks(e.poolOf(h), taken), nil
 }
