@@ -1,14 +1,20 @@
 #!/usr/bin/env bash
 # bench-apply.sh: the provider measured where users feel it, through the real
-# terraform CLI, side by side with what users write by hand, in one run on
-# one SSH host (the harness's docker engine, reached through an sshd of the
-# benchmark's own so that only its handshakes are counted):
+# terraform CLI, side by side with what users would otherwise use, in one run
+# on one SSH host (the harness's docker engine, reached through sshds of the
+# benchmark's own, so that only its handshakes are counted). The host's sshd
+# runs the distribution's external sftp-server (`Subsystem sftp
+# /usr/lib/openssh/sftp-server`), as hosts ship it; rows 1, 2 and 4 run
+# again through an sshd with no Subsystem line, as on hardened hosts. The
+# table's sshd column says which each row used.
 #
 #   1. `terraform apply` of N compose sandboxes (default 10)
 #        vs terraform_data + file/remote-exec provisioners doing mkdir, copy,
-#        `compose up -d` (scripts/bench/apply/remote-exec)       goal <= 0.7x
+#        `compose up -d` (scripts/bench/apply/remote-exec)       goal <= 0.5x
 #   2. the same apply vs the floor: N parallel shell
 #        `mkdir; cp; compose up -d` on the host                  goal <= 1.5x
+#  2b. the apply of N through the sshd without an sftp subsystem vs
+#        through the one with it                                 goal <= 1.1x
 #   3. `terraform plan` (refresh) of M sandboxes + M snapshots (default 50)
 #        vs 1 + 1                                                goal <= 2x
 #   4. SSH handshakes of the apply of N and of the plan of M     goal 1 each
@@ -20,8 +26,8 @@
 #        vs the full snapshot's, each counted above a plan      goal <= 0.15x
 #   6. the full snapshot's apply (above a plan) vs `tar -c | gzip -1`
 #        of the workspace                                        goal <= 0.3x
-#   7. `terraform apply` of a restore into a new sandbox (above a plan)
-#        vs `tar -x` of the same data                            goal <= 0.8x
+#   7. `terraform apply` of a restore of the latest snapshot into a new
+#        sandbox (above a plan) vs `tar -x` of the same data     goal <= 0.8x
 #   8. the store's size after the full snapshot vs the size of its
 #        `tar -c | gzip -1`                                      goal <= 1.0x
 #   9. `terraform apply` of a snapshot of a compose sandbox whose named
@@ -50,6 +56,22 @@
 #        of as many back to back: with no session on its SSH connection,
 #        `ssh -N` keeps Nagle's algorithm on, and each open waits for the
 #        delayed ACK of the close before it)
+#  15-18. checkpoints of the workspace of rows 5-8 against restic (repository
+#        format 2, compression auto), the same tree and the same 1% change;
+#        Terraform's side is the whole `terraform apply`, as users type it:
+#        15. full: apply of the snapshot vs `restic backup TREE` into a new
+#            repository (`restic init` untimed)                  goal <= 1.0x
+#        16. incremental: the second snapshot's apply vs a second
+#            `restic backup`                                     goal <= 1.0x
+#        17. restore into a new place: apply of a restore into a new sandbox
+#            vs `restic restore latest --target NEW`             goal <= 1.0x
+#        18. bytes stored after both: the store (du -sb) vs the restic
+#            repository (du -sb)                                 goal <= 1.0x
+#  19-22. the same four for the named volume of rows 9-12, restic run in a
+#        container of its own over the volume, as users do: `docker run --rm
+#        -v VOL:/data:ro -v REPO:/repo IMAGE restic backup /data`, and the
+#        restore into a fresh volume (IMAGE: Debian's restic and the
+#        libraries ldd names, imported once)                     goal <= 1.0x
 #
 # Medians of SANDBOXER_BENCH_RUNS (3) runs, each side timed in turn, so load
 # on the host weighs on all of them alike. Prints a table and exits 1 when a
@@ -57,54 +79,49 @@
 #
 #   bash scripts/bench-apply.sh
 #   SANDBOXER_BENCH_N=4 SANDBOXER_BENCH_M=10 SANDBOXER_BENCH_RUNS=1 bash scripts/bench-apply.sh   # quick
+#   SANDBOXER_BENCH_ROWS=sshd bash scripts/bench-apply.sh         # rows 1, 2, 2b and 4, both sshds
 #   SANDBOXER_BENCH_ROWS=checkpoint bash scripts/bench-apply.sh   # rows 5-8 only
+#   SANDBOXER_BENCH_ROWS=restic bash scripts/bench-apply.sh       # rows 15-22 only
 #   SANDBOXER_BENCH_ROWS=volume bash scripts/bench-apply.sh       # rows 9-12 only
 #   SANDBOXER_BENCH_ROWS=tunnel bash scripts/bench-apply.sh       # rows 13-14 only
 #
-# Settings: SANDBOXER_BENCH_ROWS (apply = 1, 2 and 4; plan = 3 and 4;
-# checkpoint = 5-8; volume = 9-12; tunnel = 13-14; default all),
-# SANDBOXER_BENCH_N, _M, _RUNS, SANDBOXER_BENCH_CK_FILES, _CK_MIB, _VOL_FILES,
-# _VOL_MIB, _TUN_MIB, _TUN_CONNS, SANDBOXER_BENCH_COMPOSE (the compose
-# command on every side; default `docker compose`, v2, as on users' hosts),
-# SANDBOXER_BENCH_SSH_PORT (the benchmark's sshd, default 2298),
-# SANDBOXER_BENCH_TRACE (a directory: each terraform step's provider log at
-# DEBUG, with every host command and its duration, goes there; slower). Needs the
-# harness: scripts/harness/install.sh and up.sh, as root.
+# Settings: SANDBOXER_BENCH_ROWS (a comma-separated list of: apply = 1, 2, 4
+# and 4b through the sshd with sftp-server; sshd = 1, 2 and 4 through both
+# sshds, and 2b; plan = 3 and 4; checkpoint = 5-8; checkpoint-restic =
+# 15-18; volume = 9-12; volume-restic = 19-22; restic = 15-22; tunnel =
+# 13-14; default all), SANDBOXER_BENCH_N, _M, _RUNS, SANDBOXER_BENCH_CK_FILES,
+# _CK_MIB, _VOL_FILES, _VOL_MIB, _TUN_MIB, _TUN_CONNS, SANDBOXER_BENCH_COMPOSE
+# (the compose command on every side; default `docker compose`, v2, as on
+# users' hosts), SANDBOXER_BENCH_SSH_PORT (the benchmark's sshd with
+# sftp-server, default 2298; the one without an sftp subsystem listens on the
+# next port), SANDBOXER_BENCH_TRACE (a directory: each terraform step's
+# provider log at DEBUG, with every host command and its duration, goes
+# there; slower). Needs the harness: scripts/harness/install.sh (restic
+# comes from it) and up.sh, as root.
+
+# The `sh -c` scripts below take their arguments as $1, $2...
+# shellcheck disable=SC2016
 set -euo pipefail
 
-# shellcheck source=scripts/lib/devprovider.sh
-. "$(dirname "$0")/lib/devprovider.sh"
+# shellcheck source=scripts/lib/bench.sh
+. "$(dirname "$0")/lib/bench.sh"
 
 N="${SANDBOXER_BENCH_N:-10}"
 M="${SANDBOXER_BENCH_M:-50}"
 RUNS="${SANDBOXER_BENCH_RUNS:-3}"
 COMPOSE="${SANDBOXER_BENCH_COMPOSE:-docker compose}"
 PORT="${SANDBOXER_BENCH_SSH_PORT:-2298}"
-ROWS="${SANDBOXER_BENCH_ROWS:-apply,plan,checkpoint,volume,tunnel}"
+ROWS="${SANDBOXER_BENCH_ROWS:-apply,sshd,plan,checkpoint,volume,restic,tunnel}"
+case ",$ROWS," in *,restic,*) ROWS="$ROWS,checkpoint-restic,volume-restic" ;; esac
 want() { case ",$ROWS," in *",$1,"*) return 0 ;; esac; return 1; }
 
-log() { printf 'bench-apply.sh: %s\n' "$*" >&2; }
-die() { log "ERROR: $*"; exit 1; }
-
-env_file="$HOME/.cache/sandboxer-harness/env"
-[ -f "$env_file" ] || die "no harness: run scripts/harness/install.sh and scripts/harness/up.sh"
-# shellcheck disable=SC1090
-. "$env_file"
-devprovider_setup
-unset TF_LOG TF_LOG_PROVIDER
-export TF_IN_AUTOMATION=1 TF_INPUT=0
+bench_setup
+state="$BENCH_STATE"
 
 # ---------------------------------------------------------------- the host
-# An sshd of our own, configured as the harness's, logging to our directory.
-state="$(devprovider_tmpdir sshd)"
-sed -e "s|^ListenAddress .*|ListenAddress 127.0.0.1:$PORT|" \
-	-e "s|^PidFile .*|PidFile $state/sshd.pid|" \
-	"$HOME/.cache/sandboxer-harness/sshd_config_2222" >"$state/sshd_config"
-/usr/sbin/sshd -f "$state/sshd_config" -E "$state/sshd.log" || die "sshd on port $PORT did not start; see $state/sshd.log"
-stop_sshd() { [ -f "$state/sshd.pid" ] && kill "$(cat "$state/sshd.pid")" 2>/dev/null; }
-devprovider_on_exit stop_sshd
-printf '[127.0.0.1]:%s %s\n' "$PORT" "$(cut -d' ' -f1,2 "$SANDBOXER_TEST_HOST_KEY")" >"$state/known_hosts"
-handshakes() { grep -c 'Accepted publickey' "$state/sshd.log" || true; }
+declare -A sshd_port=([sftp-server]="$PORT" [none]="$((PORT + 1))")
+bench_sshd sftp-server "$PORT" sftp-server
+if want sshd; then bench_sshd none "${sshd_port[none]}" none; fi
 
 root="$(devprovider_tmpdir root)"
 repo="$(devprovider_tmpdir repo)"
@@ -134,39 +151,32 @@ work() { # $1 = name of a scratch copy of scripts/bench/apply/$2
 	cp "$REPO_ROOT/scripts/bench/apply/$2/main.tf" "$dir/"
 	printf '%s\n' "$dir"
 }
-tf() {
-	local dir="$1"
-	shift
-	if [ -n "${SANDBOXER_BENCH_TRACE:-}" ]; then
-		# Where the time goes: the provider's per-command log of every step.
-		mkdir -p "$SANDBOXER_BENCH_TRACE"
-		TF_LOG_PROVIDER=DEBUG TF_LOG_PATH="$SANDBOXER_BENCH_TRACE/$(date +%s.%N)-$(basename "$dir")-$1.log" \
-			"$TERRAFORM" -chdir="$dir" "$@" -no-color >"$dir/last.log" 2>&1 || { tail -n 30 "$dir/last.log" >&2; return 1; }
-		return 0
-	fi
-	"$TERRAFORM" -chdir="$dir" "$@" -no-color >"$dir/last.log" 2>&1 || { tail -n 30 "$dir/last.log" >&2; return 1; }
-}
 common=(-var "address=127.0.0.1:$PORT" -var "user=$SANDBOXER_TEST_SSH_USER" -var "private_key_file=$SANDBOXER_TEST_SSH_KEY"
 	-var "known_hosts_file=$state/known_hosts" -var "root_dir=$root" -var "repo=$repo" -var "compose_command=$COMPOSE")
 re_vars=(-var "host=127.0.0.1" -var "port=$PORT" -var "user=$SANDBOXER_TEST_SSH_USER" -var "private_key_file=$SANDBOXER_TEST_SSH_KEY"
 	-var "root_dir=$root" -var "repo=$repo" -var "compose_command=$COMPOSE")
+ssh_vars=(-var "address=127.0.0.1:$PORT" -var "user=$SANDBOXER_TEST_SSH_USER" -var "private_key_file=$SANDBOXER_TEST_SSH_KEY"
+	-var "known_hosts_file=$state/known_hosts")
 
 prov="$(work provider provider)"
 re="$(work remote-exec remote-exec)"
 (cd "$re" && "$TERRAFORM" init -no-color >/dev/null) || die "terraform init of the remote-exec configuration failed"
 
+all_snapshots=(-var 'snapshots=["warm","full","inc"]' -var restore=inc)
+# shellcheck disable=SC2317 # run on exit
 cleanup_all() {
 	tf "$prov" destroy -auto-approve "${common[@]}" -var "n=$N" || true
 	tf "$re" destroy -auto-approve "${re_vars[@]}" -var "n=$N" || true
 	for d in "${planM:-}" "${plan1:-}"; do [ -z "$d" ] || tf "$d" destroy -auto-approve -parallelism=20 "${common[@]}" || true; done
-	[ -z "${vol:-}" ] || [ -z "${v_vars+x}" ] || tf "$vol" destroy -auto-approve "${v_vars[@]}" -var 'snapshots=["warm","full","inc"]' -var restore=full || true
-	[ -z "${ck:-}" ] || [ -z "${ck_vars+x}" ] || tf "$ck" destroy -auto-approve "${ck_vars[@]}" -var 'snapshots=["warm","full","inc"]' -var restore=full || true
+	[ -z "${vol:-}" ] || [ -z "${v_vars+x}" ] || tf "$vol" destroy -auto-approve "${v_vars[@]}" "${all_snapshots[@]}" || true
+	[ -z "${ck:-}" ] || [ -z "${ck_vars+x}" ] || tf "$ck" destroy -auto-approve "${ck_vars[@]}" "${all_snapshots[@]}" || true
 	[ -z "${tun:-}" ] || [ -z "${tun_vars+x}" ] || tf "$tun" destroy -auto-approve "${tun_vars[@]}" -var measure_script= -var run=destroy || true
 	floor_down || true
-	docker volume rm -f bench-tarx bench-tarxz >/dev/null 2>&1 || true
+	docker volume rm -f bench-tarx bench-tarxz bench-restic-x >/dev/null 2>&1 || true
 }
 devprovider_on_exit cleanup_all
 
+# shellcheck disable=SC2317 # run through timed
 floor_up() {
 	local i
 	for i in $(seq 1 "$N"); do
@@ -183,47 +193,74 @@ floor_down() {
 	wait
 }
 
-now() { date +%s.%N; }
-median() { sort -g | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
-timed() { # prints the seconds "$@" took; fails as it fails
-	local t0
-	t0="$(now)"
-	"$@"
-	awk -v a="$t0" -v b="$(now)" 'BEGIN {printf "%.3f\n", b - a}'
-}
+# The measurements of each run go one per line into a file of $state;
+# med[FILE] is their median.
+declare -A med
+fresh() { local f; for f in "$@"; do : >"$state/$f"; done; }
+medians() { local f; for f in "$@"; do med[$f]="$(median <"$state/$f")"; done; }
+last() { tail -n1 "$state/$1"; }
 
 # Apply times of checkpoints are counted above a plan of the same
 # configuration (Terraform's own start, refresh and planning), which is
-# what the provider adds.
-above_plan() { # $1 = directory, then variables: prints apply time minus plan time
-	local dir="$1" p a
-	shift
+# what the provider adds; the rows against restic take the whole apply, as
+# users type it.
+applied() { # $1 = file for the time above the plan, $2 = for the apply's own, $3 = directory, then variables
+	local above="$1" whole="$2" dir="$3" p a
+	shift 3
 	p="$(timed tf "$dir" plan "$@")"
 	sync
 	a="$(timed tf "$dir" apply -auto-approve "$@")"
-	awk -v a="$a" -v p="$p" 'BEGIN {printf "%.3f\n", a - p}'
+	awk -v a="$a" -v p="$p" 'BEGIN {printf "%.3f\n", a - p}' >>"$state/$above"
+	echo "$a" >>"$state/$whole"
 }
 
-# ---------------------------------------------------------------- 1, 2, 4: apply of N
-if want apply; then
-log "apply of $N compose sandboxes ($COMPOSE), $RUNS runs per side"
-: >"$state/t_prov" && : >"$state/t_re" && : >"$state/t_floor" && : >"$state/t_ports"
+# restic as users run it: RESTIC_PASSWORD in the environment, the
+# repository format of restic >= 0.14 (2) with its default compression.
+export RESTIC_PASSWORD=sandboxer-bench
+restic_log() { # runs "$@", its output in $state/restic.log (the tail shown on failure)
+	"$@" >>"$state/restic.log" 2>&1 || { tail -n 20 "$state/restic.log" >&2; return 1; }
+}
+if want checkpoint-restic || want volume-restic; then
+	command -v restic >/dev/null || die "restic not found; run scripts/harness/install.sh"
+	RESTIC_VERSION="$(restic version | awk '{print $2}')"
+fi
+
+# ---------------------------------------------------------------- 1, 2, 2b, 4, 4b: apply of N
+# Through each sshd wanted, in turns (which goes first alternates run by
+# run); every side through the same sshd in its turn.
+configs=()
+if want apply || want sshd; then configs+=(sftp-server); fi
+if want sshd; then configs+=(none); fi
+declare -A h_apply h_re
+if [ "${#configs[@]}" -gt 0 ]; then
+log "apply of $N compose sandboxes ($COMPOSE) through each sshd (${configs[*]}), $RUNS runs per side"
+for c in "${configs[@]}"; do fresh "t_prov_$c" "t_re_$c" "t_floor_$c"; done
+fresh t_ports
 for run in $(seq 1 "$RUNS"); do
-	h0="$(handshakes)"
-	timed tf "$prov" apply -auto-approve "${common[@]}" -var "n=$N" >>"$state/t_prov"
-	h_apply=$(($(handshakes) - h0))
-	tf "$prov" destroy -auto-approve "${common[@]}" -var "n=$N"
-	h0="$(handshakes)"
-	timed tf "$re" apply -auto-approve "${re_vars[@]}" -var "n=$N" >>"$state/t_re"
-	h_re=$(($(handshakes) - h0))
-	tf "$re" destroy -auto-approve "${re_vars[@]}" -var "n=$N"
-	timed floor_up >>"$state/t_floor"
-	floor_down
-	timed tf "$prov" apply -auto-approve "${common[@]}" -var "repo=$repo_ports" -var "n=$N" >>"$state/t_ports"
-	tf "$prov" destroy -auto-approve "${common[@]}" -var "repo=$repo_ports" -var "n=$N"
-	log "run $run: provider $(tail -n1 "$state/t_prov") s, remote-exec $(tail -n1 "$state/t_re") s, shell $(tail -n1 "$state/t_floor") s, fixed ports and names $(tail -n1 "$state/t_ports") s"
+	order=("${configs[@]}")
+	if [ "${#configs[@]}" = 2 ] && [ $((run % 2)) = 0 ]; then order=("${configs[1]}" "${configs[0]}"); fi
+	for c in "${order[@]}"; do
+		at=(-var "address=127.0.0.1:${sshd_port[$c]}")
+		h0="$(bench_handshakes "$c")"
+		timed tf "$prov" apply -auto-approve "${common[@]}" "${at[@]}" -var "n=$N" >>"$state/t_prov_$c"
+		h_apply[$c]=$(($(bench_handshakes "$c") - h0))
+		tf "$prov" destroy -auto-approve "${common[@]}" "${at[@]}" -var "n=$N"
+		h0="$(bench_handshakes "$c")"
+		timed tf "$re" apply -auto-approve "${re_vars[@]}" -var "port=${sshd_port[$c]}" -var "n=$N" >>"$state/t_re_$c"
+		h_re[$c]=$(($(bench_handshakes "$c") - h0))
+		tf "$re" destroy -auto-approve "${re_vars[@]}" -var "port=${sshd_port[$c]}" -var "n=$N"
+		timed floor_up >>"$state/t_floor_$c"
+		floor_down
+		log "run $run, sshd with $c: provider $(last "t_prov_$c") s, remote-exec $(last "t_re_$c") s, shell $(last "t_floor_$c") s"
+		if [ "$c" = sftp-server ] && want apply; then
+			timed tf "$prov" apply -auto-approve "${common[@]}" -var "repo=$repo_ports" -var "n=$N" >>"$state/t_ports"
+			tf "$prov" destroy -auto-approve "${common[@]}" -var "repo=$repo_ports" -var "n=$N"
+			log "run $run, sshd with $c: fixed ports and names $(last t_ports) s"
+		fi
+	done
 done
-t_prov="$(median <"$state/t_prov")" t_re="$(median <"$state/t_re")" t_floor="$(median <"$state/t_floor")" t_ports="$(median <"$state/t_ports")"
+for c in "${configs[@]}"; do medians "t_prov_$c" "t_re_$c" "t_floor_$c"; done
+if want apply; then medians t_ports; fi
 fi
 
 # ---------------------------------------------------------------- 3, 4: plan of M + M
@@ -233,28 +270,29 @@ planM="$(work plan-m provider)" plan1="$(work plan-1 provider)"
 common_m=("${common[@]}" -var "snapshots=true")
 tf "$planM" apply -auto-approve -parallelism=20 "${common_m[@]}" -var "n=$M"
 tf "$plan1" apply -auto-approve "${common_m[@]}" -var "n=1"
-: >"$state/t_planM" && : >"$state/t_plan1"
+fresh t_planM t_plan1
 for run in $(seq 1 "$RUNS"); do
-	h0="$(handshakes)"
+	h0="$(bench_handshakes sftp-server)"
 	timed tf "$planM" plan -detailed-exitcode "${common_m[@]}" -var "n=$M" >>"$state/t_planM"
-	h_plan=$(($(handshakes) - h0))
+	h_plan=$(($(bench_handshakes sftp-server) - h0))
 	timed tf "$plan1" plan -detailed-exitcode "${common_m[@]}" -var "n=1" >>"$state/t_plan1"
 done
-t_planM="$(median <"$state/t_planM")" t_plan1="$(median <"$state/t_plan1")"
+medians t_planM t_plan1
 # Destroyed here, not on exit, so planM/plan1 are not destroyed twice.
 tf "$planM" destroy -auto-approve -parallelism=20 "${common_m[@]}" -var "n=$M"
 tf "$plan1" destroy -auto-approve "${common_m[@]}" -var "n=1"
 planM="" plan1=""
 fi
 
-# ---------------------------------------------------------------- 5-8: checkpoints
+# ---------------------------------------------------------------- 5-8, 15-18: checkpoints
 # A workspace sandbox holding CK_FILES files, CK_MIB MiB: half random, half
 # text (unique lines, compressible). Each run uses a root directory (and so
-# a store) of its own; the agent is installed by an untimed first snapshot
-# of the empty workspace, as it is once per host for users. Apply times are
-# counted above a plan of the same configuration (Terraform's own start,
-# refresh and planning), which is what the provider adds.
-if want checkpoint; then
+# a store) and a restic repository of its own; the agent is installed by an
+# untimed first snapshot of the empty workspace, as it is once per host for
+# users. The full snapshot, the 1% change, the incremental one and the
+# restore of the latest are made once per run; each baseline is timed
+# beside them on the same tree.
+if want checkpoint || want checkpoint-restic; then
 CK_FILES="${SANDBOXER_BENCH_CK_FILES:-5000}"
 CK_MIB="${SANDBOXER_BENCH_CK_MIB:-256}"
 log "checkpoints of a workspace of $CK_FILES files, $CK_MIB MiB, $RUNS runs"
@@ -274,53 +312,79 @@ change_one_percent() { # $1 = workspace: 1% of the files rewritten, half of them
 	for f in "${random[@]:0:$((CK_FILES / 200))}"; do head -c "$per_file" /dev/urandom >"$f"; done
 	for f in "${text[@]:0:$((CK_FILES / 200))}"; do printf 'changed %s\n' "$RANDOM" >>"$f"; done
 }
-for f in t_full t_inc t_restore t_tarx t_gz s_store s_gz; do : >"$state/$f"; done
+restic_host() { # restic on the host, on this run's repository
+	restic_log restic -r "$state/restic-$run" --cache-dir "$state/restic-cache-$run" --compression auto "$@"
+}
+ck_files=(t_full t_inc t_restore w_full w_inc w_restore t_tarx t_gz s_store s_gz r_full r_inc r_restore s_both s_restic)
+fresh "${ck_files[@]}"
 for run in $(seq 1 "$RUNS"); do
 	ckroot="$(devprovider_tmpdir "ck-root-$run")"
-	ck_vars=(-var "address=127.0.0.1:$PORT" -var "user=$SANDBOXER_TEST_SSH_USER" -var "private_key_file=$SANDBOXER_TEST_SSH_KEY"
-		-var "known_hosts_file=$state/known_hosts" -var "root_dir=$ckroot")
+	ck_vars=("${ssh_vars[@]}" -var "root_dir=$ckroot")
 	tf "$ck" apply -auto-approve "${ck_vars[@]}" -var 'snapshots=["warm"]'
 	ws="$("$TERRAFORM" -chdir="$ck" output -raw workspace)"
 	fill_workspace "$ws"
-	# The baselines read the data the full snapshot reads.
-	rm -f "$state/ws.tar" && tar -C "$ws" -cf "$state/ws.tar" .
 	# Every timed step starts with nothing left to write back, so the disk
 	# work of one step is never billed to the next.
-	sync
-	timed sh -c 'tar -C "$1" -cf - . | gzip -1 >"$2"' sh "$ws" "$state/ws.tar.gz" >>"$state/t_gz"
-	stat -c %s "$state/ws.tar.gz" >>"$state/s_gz"
-	rm -f "$state/ws.tar.gz"
+	if want checkpoint; then
+		# The baselines read the data the full snapshot reads.
+		rm -f "$state/ws.tar" && tar -C "$ws" -cf "$state/ws.tar" .
+		sync
+		timed sh -c 'tar -C "$1" -cf - . | gzip -1 >"$2"' sh "$ws" "$state/ws.tar.gz" >>"$state/t_gz"
+		stat -c %s "$state/ws.tar.gz" >>"$state/s_gz"
+		rm -f "$state/ws.tar.gz"
+	fi
+	if want checkpoint-restic; then
+		restic_host init --repository-version 2
+		sync
+		timed restic_host backup "$ws" >>"$state/r_full"
+	fi
 
-	above_plan "$ck" "${ck_vars[@]}" -var 'snapshots=["warm","full"]' >>"$state/t_full"
+	applied t_full w_full "$ck" "${ck_vars[@]}" -var 'snapshots=["warm","full"]'
 	du -sb "$ckroot/.sandboxer/store" | cut -f1 >>"$state/s_store"
 	change_one_percent "$ws"
-	above_plan "$ck" "${ck_vars[@]}" -var 'snapshots=["warm","full","inc"]' >>"$state/t_inc"
-	# The restore and its baseline side by side, in turns first: what a
+	applied t_inc w_inc "$ck" "${ck_vars[@]}" -var 'snapshots=["warm","full","inc"]'
+	if want checkpoint-restic; then
+		sync
+		timed restic_host backup "$ws" >>"$state/r_inc"
+		du -sb "$ckroot/.sandboxer/store" | cut -f1 >>"$state/s_both"
+		du -sb "$state/restic-$run" | cut -f1 >>"$state/s_restic"
+	fi
+	# The restore and its baselines side by side, in turns first: what a
 	# file creation costs on ext4 depends on how many files were deleted in
 	# the last minutes (see docs/benchmarks.md, "Restores and this disk"),
-	# and both sides must meet the same deletions.
-	tar_x() {
-		rm -rf "$state/x" && mkdir "$state/x" && sync
-		timed tar -C "$state/x" -xf "$state/ws.tar" >>"$state/t_tarx"
+	# and every side must meet the same deletions (none is deleted before
+	# the run's end).
+	restore_baselines() {
+		if want checkpoint; then
+			mkdir "$state/x" && sync
+			timed tar -C "$state/x" -xf "$state/ws.tar" >>"$state/t_tarx"
+		fi
+		if want checkpoint-restic; then
+			sync
+			timed restic_host restore latest --target "$state/rx" >>"$state/r_restore"
+		fi
 	}
-	[ $((run % 2)) = 0 ] || tar_x
-	above_plan "$ck" "${ck_vars[@]}" -var 'snapshots=["warm","full","inc"]' -var restore=full >>"$state/t_restore"
-	[ $((run % 2)) = 1 ] || tar_x
-	rm -rf "$state/x" "$state/ws.tar"
-	tf "$ck" destroy -auto-approve "${ck_vars[@]}" -var 'snapshots=["warm","full","inc"]' -var restore=full
-	log "run $run: full $(tail -n1 "$state/t_full") s, incremental $(tail -n1 "$state/t_inc") s, restore $(tail -n1 "$state/t_restore") s; tar -c | gzip -1 $(tail -n1 "$state/t_gz") s, tar -x $(tail -n1 "$state/t_tarx") s; store $(tail -n1 "$state/s_store") B, gzip $(tail -n1 "$state/s_gz") B"
+	[ $((run % 2)) = 0 ] || restore_baselines
+	applied t_restore w_restore "$ck" "${ck_vars[@]}" "${all_snapshots[@]}"
+	[ $((run % 2)) = 1 ] || restore_baselines
+	rm -rf "$state/x" "$state/rx" "$state/ws.tar" "$state/restic-$run" "$state/restic-cache-$run"
+	tf "$ck" destroy -auto-approve "${ck_vars[@]}" "${all_snapshots[@]}"
+	msg="full $(last w_full) s ($(last t_full) s above plan), incremental $(last w_inc) s ($(last t_inc) s), restore $(last w_restore) s ($(last t_restore) s); store $(last s_store) B after the full"
+	if want checkpoint; then msg="$msg; tar -c | gzip -1 $(last t_gz) s ($(last s_gz) B), tar -x $(last t_tarx) s"; fi
+	if want checkpoint-restic; then msg="$msg; restic backup $(last r_full) s, again $(last r_inc) s, restore $(last r_restore) s; after both: store $(last s_both) B, restic $(last s_restic) B"; fi
+	log "run $run: $msg"
 done
-for f in t_full t_inc t_restore t_tarx t_gz s_store s_gz; do printf -v "$f" '%s' "$(median <"$state/$f")"; done
-mib() { awk -v b="$1" 'BEGIN {printf "%.1f", b / 1048576}'; }
+medians "${ck_files[@]}"
 fi
 
-# ---------------------------------------------------------------- 9-12: volumes
+# ---------------------------------------------------------------- 9-12, 19-22: volumes
 # A compose-checkpoint sandbox whose service mounts the named volume "data",
 # filled (through docker, as the data of a service) with VOL_FILES files of
 # VOL_MIB MiB, half random, half text. Each run has a root directory (a
-# store) of its own; the agent and the helper image are put in place by an
-# untimed first snapshot of the empty volume, as they are once per host.
-if want volume; then
+# store) and a restic repository of its own; the agent and the provider's
+# helper image are put in place by an untimed first snapshot of the empty
+# volume, as they are once per host, and so is restic's image.
+if want volume || want volume-restic; then
 VOL_FILES="${SANDBOXER_BENCH_VOL_FILES:-5000}"
 VOL_MIB="${SANDBOXER_BENCH_VOL_MIB:-512}"
 log "volume checkpoints: $VOL_FILES files, $VOL_MIB MiB in a named volume, $RUNS runs"
@@ -347,45 +411,95 @@ in_volume() { # $1 = volume, then a shell command run on it (stdin passed on)
 	shift
 	docker run --rm -i --network none -v "$v:/v" "$SANDBOXER_TEST_IMAGE" sh -c "$*"
 }
-for f in v_full v_inc v_restore v_gz v_tarxz v_tarx v_stored v_changed; do : >"$state/$f"; done
+if want volume-restic; then
+	# The image users would run restic from, built as the harness builds its
+	# images: Debian's restic and exactly the libraries ldd names for it.
+	RESTIC_IMAGE="sandboxer-bench-restic:$RESTIC_VERSION"
+	if ! docker image inspect "$RESTIC_IMAGE" >/dev/null 2>&1; then
+		rootfs="$(devprovider_tmpdir restic-rootfs)"
+		mkdir -p "$rootfs"/{usr/bin,etc,root,tmp}
+		chmod 1777 "$rootfs/tmp"
+		cp "$(command -v restic)" "$rootfs/usr/bin/restic"
+		ldd "$rootfs/usr/bin/restic" | awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }' | sort -u |
+			while read -r lib; do cp --parents -L "$lib" "$rootfs/"; done
+		printf 'root:x:0:0:root:/root:/bin/sh\n' >"$rootfs/etc/passwd"
+		printf 'root:x:0:\n' >"$rootfs/etc/group"
+		tar -C "$rootfs" -c . | docker import -c 'ENV HOME=/root' -c 'ENTRYPOINT ["/usr/bin/restic"]' - "$RESTIC_IMAGE" >/dev/null ||
+			die "docker import of $RESTIC_IMAGE failed"
+		rm -rf "$rootfs"
+	fi
+fi
+restic_volume() { # $1 = volume, mounted on /data with the options $2, then restic's arguments: this run's repository
+	local v="$1" opts="$2"
+	shift 2
+	# One hostname for every container, so that a backup finds the one
+	# before it as its parent (restic looks for the host's last snapshot).
+	restic_log docker run --rm --network none --hostname sandboxer-bench -e RESTIC_PASSWORD \
+		-v "$v:/data:$opts" -v "$state/vrestic-$run:/repo" "$RESTIC_IMAGE" -r /repo --compression auto "$@"
+}
+v_files=(v_full v_inc v_restore vw_full vw_inc vw_restore v_gz v_tarxz v_tarx v_stored v_changed vr_full vr_inc vr_restore v_store vr_size)
+fresh "${v_files[@]}"
 for run in $(seq 1 "$RUNS"); do
 	vroot="$(devprovider_tmpdir "vol-root-$run")"
-	v_vars=(-var "address=127.0.0.1:$PORT" -var "user=$SANDBOXER_TEST_SSH_USER" -var "private_key_file=$SANDBOXER_TEST_SSH_KEY"
-		-var "known_hosts_file=$state/known_hosts" -var "root_dir=$vroot" -var "repo=$vrepo" -var "compose_command=$COMPOSE")
+	v_vars=("${ssh_vars[@]}" -var "root_dir=$vroot" -var "repo=$vrepo" -var "compose_command=$COMPOSE")
 	tf "$vol" apply -auto-approve "${v_vars[@]}" -var 'snapshots=["warm"]'
 	volume="$("$TERRAFORM" -chdir="$vol" output -raw project)_data"
 	in_volume "$volume" 'tar -x -C /v' <"$state/vol.tar"
 	sync
-	timed sh -c 'docker run --rm --network none -v "$1:/v" "$2" tar -c -C /v . | gzip -1 >"$3"' sh "$volume" "$SANDBOXER_TEST_IMAGE" "$state/vol.tar.gz" >>"$state/v_gz"
-	# For comparison only: an uncompressed tar of the same data into a fresh volume.
-	docker volume create bench-tarx >/dev/null && sync
-	timed sh -c 'docker run --rm -i --network none -v bench-tarx:/v "$1" tar -x -C /v <"$2"' sh "$SANDBOXER_TEST_IMAGE" "$state/vol.tar" >>"$state/v_tarx"
-	docker volume rm bench-tarx >/dev/null
+	if want volume; then
+		timed sh -c 'docker run --rm --network none -v "$1:/v" "$2" tar -c -C /v . | gzip -1 >"$3"' sh "$volume" "$SANDBOXER_TEST_IMAGE" "$state/vol.tar.gz" >>"$state/v_gz"
+		# For comparison only: an uncompressed tar of the same data into a fresh volume.
+		docker volume create bench-tarx >/dev/null && sync
+		timed sh -c 'docker run --rm -i --network none -v bench-tarx:/v "$1" tar -x -C /v <"$2"' sh "$SANDBOXER_TEST_IMAGE" "$state/vol.tar" >>"$state/v_tarx"
+		docker volume rm bench-tarx >/dev/null
+	fi
+	if want volume-restic; then
+		mkdir -p "$state/vrestic-$run"
+		restic_volume "$volume" ro init --repository-version 2
+		sync
+		timed restic_volume "$volume" ro backup /data >>"$state/vr_full"
+	fi
 
-	above_plan "$vol" "${v_vars[@]}" -var 'snapshots=["warm","full"]' >>"$state/v_full"
+	applied v_full vw_full "$vol" "${v_vars[@]}" -var 'snapshots=["warm","full"]'
 	# 1% of the files rewritten: half of them random (whole file), half text (a line added).
 	in_volume "$volume" "cd /v && n=$((VOL_FILES / 200)) && for f in \$(ls random | head -n \$n); do head -c $vper_file /dev/urandom >random/\$f; done &&
 		for f in \$(ls text | head -n \$n); do echo changed >>text/\$f; done"
 	echo $(((VOL_FILES / 200) * (vper_file + 8))) >>"$state/v_changed"
-	above_plan "$vol" "${v_vars[@]}" -var 'snapshots=["warm","full","inc"]' >>"$state/v_inc"
+	applied v_inc vw_inc "$vol" "${v_vars[@]}" -var 'snapshots=["warm","full","inc"]'
 	"$TERRAFORM" -chdir="$vol" state show -no-color 'sandboxer_snapshot.s["inc"]' | awk '$1 == "stored_bytes" {print $3}' >>"$state/v_stored"
-	# The restore matching that capture: its .tar.gz unpacked into a fresh
-	# volume, side by side with the restore and in turns first (as for the
-	# workspace restore above).
-	vol_tarxz() {
-		docker volume create bench-tarxz >/dev/null && sync
-		timed sh -c 'gzip -dc "$2" | docker run --rm -i --network none -v bench-tarxz:/v "$1" tar -x -C /v' sh "$SANDBOXER_TEST_IMAGE" "$state/vol.tar.gz" >>"$state/v_tarxz"
+	if want volume-restic; then
+		sync
+		timed restic_volume "$volume" ro backup /data >>"$state/vr_inc"
+		du -sb "$vroot/.sandboxer/store" | cut -f1 >>"$state/v_store"
+		du -sb "$state/vrestic-$run" | cut -f1 >>"$state/vr_size"
+	fi
+	# The restores matching those captures, each into a fresh volume: the
+	# recipe's .tar.gz unpacked, and restic's restore of its latest
+	# snapshot; side by side with the restore and in turns first (as for
+	# the workspace restore above).
+	vol_restore_baselines() {
+		if want volume; then
+			docker volume create bench-tarxz >/dev/null && sync
+			timed sh -c 'gzip -dc "$2" | docker run --rm -i --network none -v bench-tarxz:/v "$1" tar -x -C /v' sh "$SANDBOXER_TEST_IMAGE" "$state/vol.tar.gz" >>"$state/v_tarxz"
+		fi
+		if want volume-restic; then
+			docker volume create bench-restic-x >/dev/null && sync
+			timed restic_volume bench-restic-x rw restore latest --target / >>"$state/vr_restore"
+		fi
 	}
-	[ $((run % 2)) = 0 ] || vol_tarxz
-	above_plan "$vol" "${v_vars[@]}" -var 'snapshots=["warm","full","inc"]' -var restore=full >>"$state/v_restore"
-	[ $((run % 2)) = 1 ] || vol_tarxz
-	docker volume rm bench-tarxz >/dev/null
-	rm -f "$state/vol.tar.gz"
-	tf "$vol" destroy -auto-approve "${v_vars[@]}" -var 'snapshots=["warm","full","inc"]' -var restore=full
-	log "run $run: volume full $(tail -n1 "$state/v_full") s, incremental $(tail -n1 "$state/v_inc") s ($(tail -n1 "$state/v_stored") B stored of $(tail -n1 "$state/v_changed") B changed), restore $(tail -n1 "$state/v_restore") s; docker run tar | gzip -1 $(tail -n1 "$state/v_gz") s, gzip -dc | tar -x $(tail -n1 "$state/v_tarxz") s, tar -x (uncompressed) $(tail -n1 "$state/v_tarx") s"
+	[ $((run % 2)) = 0 ] || vol_restore_baselines
+	applied v_restore vw_restore "$vol" "${v_vars[@]}" "${all_snapshots[@]}"
+	[ $((run % 2)) = 1 ] || vol_restore_baselines
+	docker volume rm -f bench-tarxz bench-restic-x >/dev/null
+	rm -rf "$state/vol.tar.gz" "$state/vrestic-$run"
+	tf "$vol" destroy -auto-approve "${v_vars[@]}" "${all_snapshots[@]}"
+	msg="volume full $(last vw_full) s ($(last v_full) s above plan), incremental $(last vw_inc) s ($(last v_inc) s; $(last v_stored) B stored of $(last v_changed) B changed), restore $(last vw_restore) s ($(last v_restore) s)"
+	if want volume; then msg="$msg; docker run tar | gzip -1 $(last v_gz) s, gzip -dc | tar -x $(last v_tarxz) s, tar -x (uncompressed) $(last v_tarx) s"; fi
+	if want volume-restic; then msg="$msg; restic backup $(last vr_full) s, again $(last vr_inc) s, restore $(last vr_restore) s; after both: store $(last v_store) B, restic $(last vr_size) B"; fi
+	log "run $run: $msg"
 done
 rm -f "$state/vol.tar"
-for f in v_full v_inc v_restore v_gz v_tarxz v_tarx v_stored v_changed; do printf -v "$f" '%s' "$(median <"$state/$f")"; done
+medians "${v_files[@]}"
 fi
 
 # ---------------------------------------------------------------- 13, 14: tunnels
@@ -423,8 +537,7 @@ free_port() { # a port nothing listens on, from $1 up
 }
 lport_source="$(free_port $((PORT + 100)))"
 lport_accept="$(free_port $((lport_source + 1)))"
-tun_vars=(-var "address=127.0.0.1:$PORT" -var "user=$SANDBOXER_TEST_SSH_USER" -var "private_key_file=$SANDBOXER_TEST_SSH_KEY"
-	-var "known_hosts_file=$state/known_hosts" -var "root_dir=$root" -var "repo=$trepo" -var "compose_command=$COMPOSE"
+tun_vars=("${ssh_vars[@]}" -var "root_dir=$root" -var "repo=$trepo" -var "compose_command=$COMPOSE"
 	-var "bytes=$((TUN_MIB * 1048576))" -var "conns=$TUN_CONNS" -var "out=$state/tun.out"
 	-var "ssh_source=127.0.0.1:$lport_source" -var "ssh_accept=127.0.0.1:$lport_accept")
 tf "$tun" apply -auto-approve "${tun_vars[@]}" -var measure_script= -var run=make
@@ -439,14 +552,15 @@ if [ -z "$source_ip" ] || [ -z "$accept_ip" ]; then die "no container address fo
 ssh_pid=""
 stop_ssh_l() { [ -z "$ssh_pid" ] || { kill "$ssh_pid" 2>/dev/null; wait "$ssh_pid" 2>/dev/null; ssh_pid=""; } || true; }
 devprovider_on_exit stop_ssh_l
-for f in tn_tun_put tn_tun_alone tn_tun_p90 tn_tun_b2b tn_ssh_put tn_ssh_alone tn_ssh_p90 tn_ssh_b2b; do : >"$state/$f"; done
+tn_files=(tn_tun_put tn_tun_alone tn_tun_p90 tn_tun_b2b tn_ssh_put tn_ssh_alone tn_ssh_p90 tn_ssh_b2b)
+fresh "${tn_files[@]}"
 for run in $(seq 1 "$RUNS"); do
 	ssh -N -o BatchMode=yes -o ExitOnForwardFailure=yes -o UserKnownHostsFile="$state/known_hosts" -i "$SANDBOXER_TEST_SSH_KEY" -p "$PORT" \
 		-L "127.0.0.1:$lport_source:$source_ip:9000" -L "127.0.0.1:$lport_accept:$accept_ip:9001" "$SANDBOXER_TEST_SSH_USER@127.0.0.1" &
 	ssh_pid=$!
 	for _ in $(seq 1 100); do
 		listening "$lport_source" && listening "$lport_accept" && break
-		kill -0 "$ssh_pid" 2>/dev/null || die "ssh -L exited; see $state/sshd.log"
+		kill -0 "$ssh_pid" 2>/dev/null || die "ssh -L exited; see $state/sshd-sftp-server.log"
 		sleep 0.1
 	done
 	if ! listening "$lport_source" || ! listening "$lport_accept"; then die "ssh -L did not listen on ports $lport_source and $lport_accept within 10 s"; fi
@@ -457,9 +571,9 @@ for run in $(seq 1 "$RUNS"); do
 		case "$side" in tunnel) side=tun ;; ssh) ;; *) die "unexpected line in $state/tun.out: $side" ;; esac
 		echo "$put" >>"$state/tn_${side}_put" && echo "$alone" >>"$state/tn_${side}_alone" && echo "$p90" >>"$state/tn_${side}_p90" && echo "$b2b" >>"$state/tn_${side}_b2b"
 	done <"$state/tun.out"
-	log "run $run: $TUN_MIB MiB sandboxer_tunnel $(tail -n1 "$state/tn_tun_put") s, ssh -L $(tail -n1 "$state/tn_ssh_put") s; one connection alone $(tail -n1 "$state/tn_tun_alone") s, $(tail -n1 "$state/tn_ssh_alone") s (90th percentile $(tail -n1 "$state/tn_tun_p90") s, $(tail -n1 "$state/tn_ssh_p90") s); back to back $(tail -n1 "$state/tn_tun_b2b") s, $(tail -n1 "$state/tn_ssh_b2b") s"
+	log "run $run: $TUN_MIB MiB sandboxer_tunnel $(last tn_tun_put) s, ssh -L $(last tn_ssh_put) s; one connection alone $(last tn_tun_alone) s, $(last tn_ssh_alone) s (90th percentile $(last tn_tun_p90) s, $(last tn_ssh_p90) s); back to back $(last tn_tun_b2b) s, $(last tn_ssh_b2b) s"
 done
-for f in tn_tun_put tn_tun_alone tn_tun_p90 tn_tun_b2b tn_ssh_put tn_ssh_alone tn_ssh_p90 tn_ssh_b2b; do printf -v "$f" '%s' "$(median <"$state/$f")"; done
+medians "${tn_files[@]}"
 tf "$tun" destroy -auto-approve "${tun_vars[@]}" -var measure_script= -var run=destroy
 tun=""
 ms() { awk -v s="$1" 'BEGIN {printf "%.2f", s * 1000}'; }
@@ -467,54 +581,57 @@ mibps() { awk -v s="$1" -v m="$TUN_MIB" 'BEGIN {printf "%.0f", m / s}'; }
 fi
 
 # ---------------------------------------------------------------- report
-missed=0
-row() { # what, measured, baseline, goal (ratio <=)[, unit]
-	local ratio verdict unit="${5:-s}"
-	ratio="$(awk -v a="$2" -v b="$3" 'BEGIN {printf "%.2f", a / b}')"
-	if awk -v r="$ratio" -v g="$4" 'BEGIN {exit !(r <= g)}'; then verdict=PASS; else verdict=FAIL missed=1; fi
-	printf '| %s | %s %s vs %s %s | %sx | <= %sx | %s |\n' "$1" "$2" "$unit" "$3" "$unit" "$ratio" "$4" "$verdict"
-}
-info() { # what, measured, baseline[, unit]: a ratio shown, with no goal
-	local unit="${4:-s}"
-	printf '| %s | %s %s vs %s %s | %sx | | |\n' "$1" "$2" "$unit" "$3" "$unit" "$(awk -v a="$2" -v b="$3" 'BEGIN {printf "%.2f", a / b}')"
-}
-count() { # what, measured, goal (<=)
-	local verdict=PASS
-	[ "$2" -le "$3" ] || verdict=FAIL missed=1
-	printf '| %s | %s | | <= %s | %s |\n' "$1" "$2" "$3" "$verdict"
-}
-echo
-echo "bench-apply.sh: $("$TERRAFORM" version | head -n1), $($COMPOSE version --short 2>/dev/null || $COMPOSE version | head -n1) ($COMPOSE), $(nproc) CPUs, medians of $RUNS"
-echo
-echo "| what | measured | ratio | goal | |"
-echo "|---|---|---|---|---|"
-if want apply; then
-	row "apply of $N sandboxes vs remote-exec" "$t_prov" "$t_re" 0.7
-	row "apply of $N sandboxes vs $N parallel shell mkdir; cp; compose up -d" "$t_prov" "$t_floor" 1.5
-	count "SSH handshakes, apply of $N (remote-exec: $h_re)" "$h_apply" 1
-	row "apply of $N copies of a stack with a fixed container_name and host port (rendered) vs of $N without" "$t_ports" "$t_prov" 1.1
+mib() { awk -v b="$1" 'BEGIN {printf "%.1f", b / 1048576}'; }
+title="bench-apply.sh: $("$TERRAFORM" version | head -n1), $($COMPOSE version --short 2>/dev/null || $COMPOSE version | head -n1) ($COMPOSE)"
+if want checkpoint-restic || want volume-restic; then title="$title, restic $RESTIC_VERSION"; fi
+bench_table "$title, $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg), medians of $RUNS; sshd: sftp-server = \`Subsystem sftp $BENCH_SFTP_SERVER\`, none = no Subsystem line"
+for c in "${configs[@]}"; do
+	BENCH_SSHD="$c"
+	row "apply of $N sandboxes vs remote-exec" "${med[t_prov_$c]}" "${med[t_re_$c]}" 0.5
+	row "apply of $N sandboxes vs $N parallel shell mkdir; cp; compose up -d" "${med[t_prov_$c]}" "${med[t_floor_$c]}" 1.5
+	count "SSH handshakes, apply of $N (remote-exec: ${h_re[$c]})" "${h_apply[$c]}" 1
+	if [ "$c" = sftp-server ] && want apply; then
+		row "apply of $N copies of a stack with a fixed container_name and host port (rendered) vs of $N without" "${med[t_ports]}" "${med[t_prov_$c]}" 1.1
+	fi
+done
+if want sshd; then
+	BENCH_SSHD="none vs sftp-server"
+	row "apply of $N sandboxes, host without an sftp subsystem vs with one" "${med[t_prov_none]}" "${med[t_prov_sftp-server]}" 1.1
 fi
+BENCH_SSHD="sftp-server"
 if want plan; then
-	row "plan of $M sandboxes + $M snapshots vs 1 + 1" "$t_planM" "$t_plan1" 2
+	row "plan of $M sandboxes + $M snapshots vs 1 + 1" "${med[t_planM]}" "${med[t_plan1]}" 2
 	count "SSH handshakes, plan of $M + $M" "$h_plan" 1
 fi
+if want checkpoint-restic; then
+	row "full checkpoint ($CK_FILES files, $CK_MIB MiB, half random): terraform apply vs restic backup into a new repository" "${med[w_full]}" "${med[r_full]}" 1.0
+	row "incremental checkpoint after 1% of files changed: terraform apply vs a second restic backup" "${med[w_inc]}" "${med[r_inc]}" 1.0
+	row "restore into a new place: terraform apply of a restore into a new sandbox vs restic restore latest --target DIR" "${med[w_restore]}" "${med[r_restore]}" 1.0
+	row "bytes stored after both checkpoints: the store vs the restic repository" "$(mib "${med[s_both]}")" "$(mib "${med[s_restic]}")" 1.0 MiB
+fi
 if want checkpoint; then
-	row "incremental snapshot after 1% of files changed vs the full snapshot (apply above plan)" "$t_inc" "$t_full" 0.15
-	row "full snapshot (apply above plan) vs tar -c \\| gzip -1 of the workspace" "$t_full" "$t_gz" 0.3
-	row "restore into a new sandbox (apply above plan) vs tar -x of the same data" "$t_restore" "$t_tarx" 0.8
-	row "store size of the full snapshot vs its tar -c \\| gzip -1 ($CK_FILES files, $CK_MIB MiB, half random)" "$(mib "$s_store")" "$(mib "$s_gz")" 1.0 MiB
+	row "incremental snapshot after 1% of files changed vs the full snapshot (apply above plan)" "${med[t_inc]}" "${med[t_full]}" 0.15
+	row "full snapshot (apply above plan) vs tar -c \\| gzip -1 of the workspace" "${med[t_full]}" "${med[t_gz]}" 0.3
+	row "restore into a new sandbox (apply above plan) vs tar -x of the same data" "${med[t_restore]}" "${med[t_tarx]}" 0.8
+	row "store size of the full snapshot vs its tar -c \\| gzip -1 ($CK_FILES files, $CK_MIB MiB, half random)" "$(mib "${med[s_store]}")" "$(mib "${med[s_gz]}")" 1.0 MiB
+fi
+if want volume-restic; then
+	row "volume checkpoint ($VOL_FILES files, $VOL_MIB MiB): terraform apply vs docker run restic backup into a new repository" "${med[vw_full]}" "${med[vr_full]}" 1.0
+	row "incremental volume checkpoint after 1% of files changed: terraform apply vs a second docker run restic backup" "${med[vw_inc]}" "${med[vr_inc]}" 1.0
+	row "restore into a new sandbox with a new volume: terraform apply vs docker run restic restore latest into a fresh volume" "${med[vw_restore]}" "${med[vr_restore]}" 1.0
+	row "volume: bytes stored after both checkpoints: the store vs the restic repository" "$(mib "${med[v_store]}")" "$(mib "${med[vr_size]}")" 1.0 MiB
 fi
 if want volume; then
-	row "volume snapshot ($VOL_FILES files, $VOL_MIB MiB; apply above plan) vs docker run tar -c \\| gzip -1" "$v_full" "$v_gz" 1.0
-	row "restore into a new sandbox with a new volume (apply above plan) vs gzip -dc \\| docker run tar -x of that .tar.gz into a fresh volume" "$v_restore" "$v_tarxz" 1.0
-	info "the same restore vs docker run tar -x of an uncompressed tar into a fresh volume (no goal)" "$v_restore" "$v_tarx"
-	row "incremental volume snapshot after 1% of files changed vs the full one (apply above plan)" "$v_inc" "$v_full" 0.15
-	row "incremental volume snapshot: stored bytes vs bytes changed" "$v_stored" "$v_changed" 1.1 B
+	row "volume snapshot ($VOL_FILES files, $VOL_MIB MiB; apply above plan) vs docker run tar -c \\| gzip -1" "${med[v_full]}" "${med[v_gz]}" 1.0
+	row "restore into a new sandbox with a new volume (apply above plan) vs gzip -dc \\| docker run tar -x of that .tar.gz into a fresh volume" "${med[v_restore]}" "${med[v_tarxz]}" 1.0
+	info "the same restore vs docker run tar -x of an uncompressed tar into a fresh volume (no goal)" "${med[v_restore]}" "${med[v_tarx]}"
+	row "incremental volume snapshot after 1% of files changed vs the full one (apply above plan)" "${med[v_inc]}" "${med[v_full]}" 0.15
+	row "incremental volume snapshot: stored bytes vs bytes changed" "${med[v_stored]}" "${med[v_changed]}" 1.1 B
 fi
 if want tunnel; then
-	row "tunnel throughput, $TUN_MIB MiB: sandboxer_tunnel ($(mibps "$tn_tun_put") MiB/s) vs ssh -L ($(mibps "$tn_ssh_put") MiB/s), time" "$tn_tun_put" "$tn_ssh_put" 1.11
-	row "tunnel connection setup vs ssh -L, connections opened alone (median of $TUN_CONNS)" "$(ms "$tn_tun_alone")" "$(ms "$tn_ssh_alone")" 1.2 ms
-	info "the same, 90th percentile (no goal)" "$(ms "$tn_tun_p90")" "$(ms "$tn_ssh_p90")" ms
-	info "the same, back to back (no goal; each ssh -N open waits for the delayed ACK of the close before)" "$(ms "$tn_tun_b2b")" "$(ms "$tn_ssh_b2b")" ms
+	row "tunnel throughput, $TUN_MIB MiB: sandboxer_tunnel ($(mibps "${med[tn_tun_put]}") MiB/s) vs ssh -L ($(mibps "${med[tn_ssh_put]}") MiB/s), time" "${med[tn_tun_put]}" "${med[tn_ssh_put]}" 1.11
+	row "tunnel connection setup vs ssh -L, connections opened alone (median of $TUN_CONNS)" "$(ms "${med[tn_tun_alone]}")" "$(ms "${med[tn_ssh_alone]}")" 1.2 ms
+	info "the same, 90th percentile (no goal)" "$(ms "${med[tn_tun_p90]}")" "$(ms "${med[tn_ssh_p90]}")" ms
+	info "the same, back to back (no goal; each ssh -N open waits for the delayed ACK of the close before)" "$(ms "${med[tn_tun_b2b]}")" "$(ms "${med[tn_ssh_b2b]}")" ms
 fi
-exit "$missed"
+exit "$bench_missed"

@@ -1,17 +1,19 @@
 #!/usr/bin/env bash
 # Installs from Debian the packages the test harness needs, but only those missing:
-# docker.io, docker-compose, openssh-server/-client, busybox-static, tar, iproute2,
+# docker.io, docker-compose, openssh-server/-client/-sftp-server (sshd runs the distribution's
+# sftp-server, as hosts have it), busybox-static, tar, iproute2,
 # cron (its crontab command: the reaper's crontab line is tested; the daemon is not started),
 # and postgresql-15 with postgresql-client-15 (up.sh builds the sandboxer-postgres:15 image
 # from the server's binaries; tests run psql through a tunnel); for the install and release
 # tests (scripts/test-install.sh, scripts/test-release.sh): make, git, unzip, and gnupg
 # (goreleaser signs the checksums with a throwaway key, gpg verifies the signature);
-# and for actionlint, which checks the workflows' shell steps with it, shellcheck.
+# for actionlint, which checks the workflows' shell steps with it, shellcheck; and for
+# scripts/bench-apply.sh's checkpoint rows, which compare with it, restic.
 # Waits for any running apt/dpkg (dpkg lock) instead of fighting it. Must run as root.
 set -euo pipefail
 
-PKGS=(docker.io docker-compose openssh-server openssh-client busybox-static tar iproute2 iptables util-linux cron postgresql-15 postgresql-client-15
-	make git unzip gnupg shellcheck)
+PKGS=(docker.io docker-compose openssh-server openssh-client openssh-sftp-server busybox-static tar iproute2 iptables util-linux cron postgresql-15 postgresql-client-15
+	make git unzip gnupg shellcheck restic)
 LOCK_WAIT="${SANDBOXER_APT_LOCK_WAIT:-1800}" # seconds
 
 die() { echo "install.sh: ERROR: $*" >&2; exit 1; }

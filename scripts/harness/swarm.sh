@@ -52,6 +52,9 @@ for c in ip iptables dockerd docker ssh ssh-keygen setsid nohup nsenter unshare 
 	command -v "$c" >/dev/null 2>&1 || die "'$c' not found; run scripts/harness/install.sh first"
 done
 [ -x /usr/sbin/sshd ] || die "/usr/sbin/sshd not found; run scripts/harness/install.sh first"
+# The sftp subsystem as distributions ship it (as up.sh's sshd runs it).
+SFTP_SERVER=/usr/lib/openssh/sftp-server
+[ -x "$SFTP_SERVER" ] || die "$SFTP_SERVER (openssh-sftp-server) not found; run scripts/harness/install.sh first"
 
 mkdir -p "$STATE"
 chmod 700 "$STATE"
@@ -331,7 +334,7 @@ start_sshd() {
 	StrictModes no
 	SetEnv DOCKER_HOST=unix://$(sock 1)
 	LogLevel INFO
-	Subsystem sftp internal-sftp
+	Subsystem sftp $SFTP_SERVER
 	EOF
 	/usr/sbin/sshd -t -f "$cfg.new" || die "invalid sshd config $cfg.new"
 	cmp -s "$cfg.new" "$cfg" || changed=1

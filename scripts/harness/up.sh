@@ -21,6 +21,9 @@ if [ ! -x /bin/busybox ] || [ "$(dpkg-query -W -f='${db:Status-Status}' busybox-
 	die "static /bin/busybox (busybox-static) not found; run scripts/harness/install.sh first"
 fi
 [ -x /usr/sbin/sshd ] || die "/usr/sbin/sshd not found; run scripts/harness/install.sh first"
+# The sftp subsystem as distributions ship it: a program of its own, not sshd's built-in one.
+SFTP_SERVER=/usr/lib/openssh/sftp-server
+[ -x "$SFTP_SERVER" ] || die "$SFTP_SERVER (openssh-sftp-server) not found; run scripts/harness/install.sh first"
 for f in postgres initdb pg_ctl psql pg_isready; do
 	[ -x "$PG_DIR/bin/$f" ] || die "$PG_DIR/bin/$f not found (postgresql-15, postgresql-client-15); run scripts/harness/install.sh first"
 done
@@ -169,7 +172,7 @@ start_sshd() { # $1 = port
 	UsePAM no
 	StrictModes no
 	LogLevel INFO
-	Subsystem sftp internal-sftp
+	Subsystem sftp $SFTP_SERVER
 	EOF
 	/usr/sbin/sshd -t -f "$cfg.new" || die "invalid sshd config $cfg.new"
 	cmp -s "$cfg.new" "$cfg" || changed=1

@@ -1,5 +1,6 @@
 # shellcheck shell=bash
-# Sourced, not run: shared by scripts/demo.sh and scripts/generate-docs.sh.
+# Sourced, not run: shared by scripts/demo.sh, scripts/generate-docs.sh and
+# scripts/lib/bench.sh (the benchmarks).
 #
 # Builds terraform-provider-sandboxer from this working tree and points the
 # Terraform CLI at that binary through a dev_overrides CLI config, so nothing
