@@ -103,7 +103,44 @@ func Upload(ctx context.Context, t Transport, path string, r io.Reader, mode os.
 		}
 		// Nothing was read from r: the pipeline gets all of it.
 	}
+	if b, ok := r.(*bytes.Reader); ok && b.Len() <= inlineMax {
+		data := make([]byte, b.Len())
+		_, _ = b.Read(data)
+		if script := inlineWrite(path, data, mode); len(script) <= shellScriptMax {
+			return t.Run(ctx, script, nil, nil)
+		}
+		_, _ = b.Seek(0, io.SeekStart)
+	}
 	return uploadShell(ctx, t, path, r, mode)
+}
+
+// inlineMax bounds the files written by a command that holds their
+// content (inlineWrite): a command without input runs in one of the
+// connection's shells, where a command with input (uploadShell) costs a
+// session and a login shell. sh reads a shell's request a byte at a time
+// (about 2 ms per KiB), so this pays on a host without sftp only for the
+// small files most writes are (records, env files, a small repo's tar).
+const inlineMax = 8 << 10
+
+// inlineWrite is uploadShell's script with the content in it, as a printf
+// format that prints data exactly: printf takes any byte in its format but
+// %, \ and NUL (which no shell word can hold), written %%, \\ and \000.
+func inlineWrite(path string, data []byte, mode os.FileMode) string {
+	var format strings.Builder
+	for _, c := range data {
+		switch c {
+		case '%':
+			format.WriteString("%%")
+		case '\\':
+			format.WriteString(`\\`)
+		case 0:
+			format.WriteString(`\000`)
+		default:
+			format.WriteByte(c)
+		}
+	}
+	return fmt.Sprintf(`set -e; umask 077; mkdir -p -- "$(dirname -- %[1]s)"; t=%[2]s.$$; trap 'rm -f -- "$t"' EXIT; printf %[4]s > "$t"; chmod %[3]o "$t"; mv -f -- "$t" %[1]s; trap - EXIT`,
+		Quote(path), Quote(path+".tmp"), mode.Perm(), Quote(format.String()))
 }
 
 // fileWriterOf finds the FileWriter behind t. A *Host embeds its transport,
@@ -178,22 +215,25 @@ func MakeDir(ctx context.Context, t Transport, dir, src, guard string) error {
 // is far below it; a larger tree streams (its copy dwarfs a session's cost).
 const smallTarMax = 4 << 20
 
-// smallTar returns the tar of the local directory src when t writes files
-// itself (SSH, through sftp) and the tar is at most smallTarMax bytes.
-// Sent that way, MakeDir needs no command with input: its commands run in
-// the connection's shells (shell.go) instead of a session and a login shell
-// each, which is most of a small create's cost on a busy host.
+// smallTar returns the tar of the local directory src when it can go as a
+// file: at most smallTarMax bytes when t writes files itself (SSH, through
+// sftp; a host without sftp takes it as a file too, through inlineWrite,
+// while it is at most inlineMax bytes). Sent that way, MakeDir needs no
+// command with input: its commands run in the connection's shells
+// (shell.go) instead of a session and a login shell each, which is most of
+// a small create's cost on a busy host.
 func smallTar(src string, t Transport) ([]byte, bool) {
 	if src == "" {
-		return nil, false
-	}
-	if _, ok := fileWriterOf(t); !ok {
 		return nil, false
 	}
 	if st, err := os.Stat(src); err != nil || !st.IsDir() {
 		return nil, false // copyDir reports it
 	}
-	buf := &cappedBuffer{max: smallTarMax}
+	max := inlineMax
+	if _, ok := fileWriterOf(t); ok {
+		max = smallTarMax
+	}
+	buf := &cappedBuffer{max: max}
 	if err := localdir.WriteTar(buf, src); err != nil {
 		return nil, false // too large, or unreadable: streamed (copyDir reports errors)
 	}

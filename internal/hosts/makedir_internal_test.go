@@ -1,6 +1,7 @@
 package hosts
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"path/filepath"
@@ -25,5 +26,28 @@ func TestUnpackIntoFailureLeavesNoFile(t *testing.T) {
 	}
 	if _, err := os.Stat(dir); err != nil {
 		t.Errorf("the directory itself went: %v", err)
+	}
+}
+
+// A file written by a command that holds its content comes out byte for
+// byte, every byte value included, through this machine's sh.
+func TestInlineWriteIsExact(t *testing.T) {
+	data := make([]byte, 0, 3*256)
+	for range 3 {
+		for c := range 256 {
+			data = append(data, byte(c))
+		}
+	}
+	data = append(data, "%s %% \\n \\\\ \\000 '\"$(x)`\n"...)
+	path := filepath.Join(t.TempDir(), "sub", "file")
+	if err := (&Local{Name: "local"}).Run(t.Context(), inlineWrite(path, data, 0o640), nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(path)
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("wrote %q (%v), want %q", got, err, data)
+	}
+	if st, _ := os.Stat(path); st.Mode().Perm() != 0o640 {
+		t.Fatalf("mode %o", st.Mode().Perm())
 	}
 }

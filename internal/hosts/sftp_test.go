@@ -463,6 +463,11 @@ func TestWriteFileFallsBackWithoutSFTPSubsystem(t *testing.T) {
 	}
 	checkFile(t, f, big, 0o640)
 	checkOnly(t, filepath.Join(dir, "x", "y"), "secret")
+	// A small file goes in a command that holds it (a shell), the large
+	// one through a pipeline of its own (a session).
+	if n := hosts.SessionsRun(tr); n != 1 {
+		t.Fatalf("%d sessions of their own for a small and a large file, want 1", n)
+	}
 	if n := hosts.SFTPWrites(tr); n != 0 {
 		t.Fatalf("%d writes went through sftp on a host without it", n)
 	}
