@@ -491,7 +491,13 @@ func copyUntil(w io.Writer, r *bufio.Reader, mark []byte) error {
 			return err
 		}
 		_, _ = r.Discard(len(buf))
+		// Held back: only an end that may begin the mark, so that output
+		// reaches the caller as it comes (a command's progress, up to its
+		// last line, even when the command is then cut short).
 		keep := min(len(joined), len(mark)-1)
+		for keep > 0 && !bytes.HasPrefix(mark, joined[len(joined)-keep:]) {
+			keep--
+		}
 		if _, err := w.Write(joined[:len(joined)-keep]); err != nil {
 			return err
 		}

@@ -4,6 +4,7 @@
 package composessh
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -493,30 +494,61 @@ func (e *Extension) Teardown(ctx context.Context, h *hosts.Host, sb *backends.Sa
 	}
 	eng := engine(compose)
 	filter := hosts.Quote("label=" + projectLabel + "=" + project)
+	// Each engine operation is announced as a section, so that one that
+	// outlives the deadline (a wedged engine) can be named.
+	m := hosts.NewMark()
 	var script strings.Builder
 	if sb.ComposeFile != "" && sb.WorkspaceDir != "" {
 		down := &backends.Sandbox{WorkspaceDir: sb.WorkspaceDir, ComposeProject: project, ComposeFile: sb.ComposeFile, ID: sb.ID,
 			NetworkOverride: sb.NetworkOverride, Rendered: sb.Rendered}
-		fmt.Fprintf(&script, "if test -f %s; then %s >/dev/null 2>&1 || true; fi\n",
+		fmt.Fprintf(&script, "%s\nif test -f %s; then %s >/dev/null 2>&1 || true; fi\n", m.Section("step", "'compose down'"),
 			hosts.Quote(sb.WorkspaceDir+"/"+backends.ComposeFileOf(down)), inWorkspace(down, compose, "down", "--volumes", "--remove-orphans", "--timeout", "5"))
 	}
 	// An engine that does not answer (stopped, restarting) lists nothing:
 	// every listing must succeed, or nothing is known to be gone and the
 	// record and workspace, which name what to remove, must stay.
 	fmt.Fprintf(&script, `unanswered() { echo "the container engine did not answer: what the sandbox made there may remain" >&2; exit 1; }
-ids=$(%[1]s ps -aq --filter %[2]s) || unanswered; if [ -n "$ids" ]; then %[1]s rm -f -v $ids >/dev/null; fi
-ids=$(%[1]s network ls -q --filter %[2]s) || unanswered; if [ -n "$ids" ]; then %[1]s network rm $ids >/dev/null; fi
-ids=$(%[1]s volume ls -q --filter %[2]s) || unanswered; if [ -n "$ids" ]; then %[1]s volume rm -f $ids >/dev/null; fi
-left=$(%[1]s ps -aq --filter %[2]s && %[1]s network ls -q --filter %[2]s && %[1]s volume ls -q --filter %[2]s) || unanswered
+%[4]s; ids=$(%[1]s ps -aq --filter %[2]s) || unanswered; if [ -n "$ids" ]; then %[1]s rm -f -v $ids >/dev/null; fi
+%[5]s; ids=$(%[1]s network ls -q --filter %[2]s) || unanswered; if [ -n "$ids" ]; then %[1]s network rm $ids >/dev/null; fi
+%[6]s; ids=$(%[1]s volume ls -q --filter %[2]s) || unanswered; if [ -n "$ids" ]; then %[1]s volume rm -f $ids >/dev/null; fi
+%[7]s; left=$(%[1]s ps -aq --filter %[2]s && %[1]s network ls -q --filter %[2]s && %[1]s volume ls -q --filter %[2]s) || unanswered
 if [ -n "$left" ]; then echo "resources of project "%[3]s" remain: $left" >&2; exit 1; fi
-`, eng, filter, hosts.Quote(project))
+`, eng, filter, hosts.Quote(project), m.Section("step", "'rm -f -v'"), m.Section("step", "'network rm'"),
+		m.Section("step", "'volume rm -f'"), m.Section("step", "'ps'"))
 	// The network reservation goes last, once its networks are gone. Its
 	// path comes from the id, never from the record.
 	fmt.Fprintf(&script, "rm -f -- %s\n", hosts.Quote(overridePath(h, sb)))
-	if err := h.Run(ctx, script.String(), nil, nil); err != nil {
+	var out bytes.Buffer
+	if err := h.Run(ctx, script.String(), nil, &out); err != nil {
+		if ctx.Err() != nil {
+			err = engineStuck(ctx, h, eng, m, out.Bytes())
+		}
 		return fmt.Errorf("unable to remove the containers, networks and volumes of sandbox %s: %w", sb.ID, err)
 	}
 	return backends.RemoveWorkspace(ctx, h, sb.WorkspaceDir, sb.ID)
+}
+
+// engineProbeTimeout bounds the engine probe of engineStuck.
+const engineProbeTimeout = 10 * time.Second
+
+// engineStuck explains a teardown that outlived its deadline (ctx ended):
+// the engine operation it was in (the last step section of out) and
+// whether the engine answers at all, probed by a short bounded call. The
+// command itself was killed on the host with the shell's process group.
+func engineStuck(ctx context.Context, h *hosts.Host, eng string, m hosts.Mark, out []byte) error {
+	step := "an engine operation"
+	if reply, err := hosts.ParseReply(m, out); err == nil && len(reply.Sections) > 0 {
+		step = "`" + eng + " " + reply.Sections[len(reply.Sections)-1].Arg + "`"
+	}
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), engineProbeTimeout)
+	defer cancel()
+	answer := "still answers `" + eng + " version`, so that operation itself is stuck"
+	if err := h.Run(pctx, eng+" version --format '{{.Server.Version}}'", nil, nil); err != nil {
+		answer = fmt.Sprintf("did not answer `%s version` within %s either (%v): it has stopped answering", eng, engineProbeTimeout, err)
+	}
+	return fmt.Errorf("the container engine on host %q did not finish %s before the deadline (%w), and it %s. "+
+		"Check the engine on the host (`%s info`; restart it if it does not answer). The sandbox stays in state: "+
+		"the next destroy removes what remains", h.Host(), step, ctx.Err(), answer, eng)
 }
 
 func tail(s string, n int) string {
