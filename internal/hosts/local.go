@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"os/exec"
+	"time"
 )
 
 // Local runs scripts on this machine, with the same semantics as SSH.
@@ -18,6 +19,10 @@ func (l *Local) Host() string { return l.Name }
 
 func (l *Local) Run(ctx context.Context, script string, stdin io.Reader, stdout io.Writer) error {
 	cmd := exec.CommandContext(ctx, "sh", "-c", script)
+	ownGroup(cmd)
+	// Past cancellation, a child that escaped the group may still hold the
+	// output open: Run does not wait for it.
+	cmd.WaitDelay = time.Second
 	if stdout == nil {
 		stdout = io.Discard
 	}

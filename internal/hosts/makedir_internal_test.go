@@ -3,9 +3,14 @@ package hosts
 import (
 	"bytes"
 	"context"
+	"errors"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 )
 
 // A copy that the host cannot unpack fails with tar's complaint and
@@ -49,5 +54,24 @@ func TestInlineWriteIsExact(t *testing.T) {
 	}
 	if st, _ := os.Stat(path); st.Mode().Perm() != 0o640 {
 		t.Fatalf("mode %o", st.Mode().Perm())
+	}
+}
+
+// A local command past its deadline is killed with what it started, and
+// Run returns: a child holding the output open does not keep it waiting.
+func TestLocalCancelKillsTheCommandsGroup(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	err := (&Local{Name: "local"}).Run(ctx, "sleep 6013 & echo $! > "+Quote(pidFile)+"; wait", nil, io.Discard)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Run: %v", err)
+	}
+	pid, _ := os.ReadFile(pidFile)
+	for deadline := time.Now().Add(10 * time.Second); exec.Command("kill", "-0", strings.TrimSpace(string(pid))).Run() == nil; {
+		if time.Now().After(deadline) {
+			t.Fatalf("the command's child %s still runs", pid)
+		}
+		time.Sleep(20 * time.Millisecond) // polling for the reaper
 	}
 }
