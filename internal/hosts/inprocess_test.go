@@ -10,7 +10,9 @@ import (
 	"errors"
 	"io"
 	"net"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -394,5 +396,28 @@ func TestConnectThroughABastionHasOneDeadline(t *testing.T) {
 	}
 	if n := bastion.accepted.Load(); n != 1 {
 		t.Fatalf("%d connections to the bastion, want 1", n)
+	}
+}
+
+// A command in a session of its own (here: a host without shells) that
+// outlives its caller's context is killed on the host, with what it started.
+func TestInProcessSessionCommandKilledAtItsDeadline(t *testing.T) {
+	tr := startInProcessServer(t, nil).transport(t, 2)
+	tr.noShells.Store(true)
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	if err := tr.Run(ctx, "sleep 6019 & echo $! > "+Quote(pidFile)+"; wait", nil, nil); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Run: %v", err)
+	}
+	pid, _ := os.ReadFile(pidFile)
+	for deadline := time.Now().Add(10 * time.Second); exec.Command("kill", "-0", strings.TrimSpace(string(pid))).Run() == nil; {
+		if time.Now().After(deadline) {
+			t.Fatalf("the command's child %s still runs", pid)
+		}
+		time.Sleep(20 * time.Millisecond) // polling for the reaper
+	}
+	if out, err := Output(context.Background(), tr, "echo fine"); err != nil || string(out) != "fine\n" {
+		t.Fatalf("a command after: %q %v", out, err)
 	}
 }

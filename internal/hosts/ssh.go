@@ -289,13 +289,25 @@ func (s *SSH) Run(ctx context.Context, script string, stdin io.Reader, stdout io
 	defer func() { _ = session.Close() }()
 	s.sessionsRun.Add(1)
 
-	session.Stdin = stdin
 	session.Stdout = stdout
 	stderr := &tailBuffer{n: stderrTailBytes}
 	session.Stderr = stderr
-
 	// The login shell may be anything; run the script under sh explicitly.
-	if err := s.start(ctx, client, session, Command("sh", "-c", script)); err != nil {
+	cmd := Command("sh", "-c", script)
+	if stdin == nil {
+		// Its input held open and unused, so that its end means the session
+		// ended: a watcher then kills the command with the session's
+		// process group, as in a shell (OpenSSH refuses signal requests).
+		in, err := session.StdinPipe()
+		if err != nil {
+			return err
+		}
+		defer func() { _ = in.Close() }()
+		cmd = Command("sh", "-c", sessionWatcher, "sh", script)
+	} else {
+		session.Stdin = stdin
+	}
+	if err := s.start(ctx, client, session, cmd); err != nil {
 		return err
 	}
 	done := make(chan error, 1)
@@ -322,6 +334,17 @@ func (s *SSH) Run(ctx context.Context, script string, stdin io.Reader, stdout io
 	}
 	return fmt.Errorf("host %q (%s): command did not complete: %w", s.cfg.Name, s.cfg.Address, s.lost(client, err))
 }
+
+// sessionWatcher runs its first argument as a shell runs a command
+// (shellScript), with one watcher on the session's input for its whole life.
+const sessionWatcher = `exec 3<&0
+{ IFS= read -r _sbx_l; kill -s KILL 0; } <&3 &
+_sbx_w=$!
+sh -c "$1" </dev/null 3<&-
+_sbx_r=$?
+kill "$_sbx_w" 2>/dev/null
+wait "$_sbx_w" 2>/dev/null
+exit "$_sbx_r"`
 
 // acquire takes a session token (see SSH.sem): a free one, else an idle
 // shell's (closing the shell), else it waits for either.
