@@ -8,9 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
-	"os/exec"
 	"os/user"
 	"path/filepath"
 	"strings"
@@ -25,120 +23,6 @@ import (
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/hosts"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/testharness"
 )
-
-// skipOrFail skips the test, or fails it when the harness is required (CI).
-func skipOrFail(t testing.TB, format string, args ...any) {
-	t.Helper()
-	if os.Getenv("SANDBOXER_REQUIRE_HARNESS") == "1" {
-		t.Fatalf(format, args...)
-	}
-	t.Skipf(format, args...)
-}
-
-// privateSSHD is an sshd of the test's own on a free loopback port, with
-// the harness's client key authorised and extra lines in its config. Tests
-// that count lines in an sshd log use one, so that nothing else logging in
-// to the harness's sshd can disturb the count.
-type privateSSHD struct {
-	cfg hosts.SSHConfig
-	log string
-}
-
-func startSSHD(t *testing.T, extra ...string) *privateSSHD {
-	t.Helper()
-	clientKey := testharness.Env(t, "SANDBOXER_TEST_SSH_KEY")
-	if os.Geteuid() != 0 {
-		skipOrFail(t, "a private sshd needs root (it logs in as root like the harness's)")
-	}
-	for _, bin := range []string{"/usr/sbin/sshd", "ssh-keygen"} {
-		if _, err := exec.LookPath(bin); err != nil {
-			skipOrFail(t, "a private sshd needs %s: %v", bin, err)
-		}
-	}
-	dir := t.TempDir()
-	hostKey := filepath.Join(dir, "host_ed25519")
-	if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", hostKey).CombinedOutput(); err != nil {
-		t.Fatalf("ssh-keygen: %v\n%s", err, out)
-	}
-	pub, err := os.ReadFile(clientKey + ".pub")
-	if err != nil {
-		t.Fatal(err)
-	}
-	authorized := filepath.Join(dir, "authorized_keys")
-	if err := os.WriteFile(authorized, pub, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	_ = l.Close() // it only picked a free port, for sshd to listen on
-	// As scripts/harness/up.sh writes it, minus what the test varies (the
-	// Subsystem line above all).
-	config := strings.Join(append([]string{
-		"ListenAddress " + addr,
-		"HostKey " + hostKey,
-		"PidFile none",
-		"AuthorizedKeysFile " + authorized,
-		"PermitRootLogin prohibit-password",
-		"PubkeyAuthentication yes",
-		"PasswordAuthentication no",
-		"KbdInteractiveAuthentication no",
-		"UsePAM no",
-		"StrictModes no",
-		"LogLevel INFO",
-	}, extra...), "\n") + "\n"
-	cfgFile := filepath.Join(dir, "sshd_config")
-	if err := os.WriteFile(cfgFile, []byte(config), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	logFile := filepath.Join(dir, "sshd.log")
-	cmd := exec.Command("/usr/sbin/sshd", "-D", "-f", cfgFile, "-E", logFile)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-exited
-	})
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		data, _ := os.ReadFile(logFile)
-		if bytes.Contains(data, []byte("Server listening on")) {
-			break
-		}
-		select {
-		case <-exited:
-			t.Fatalf("sshd exited:\n%s", data)
-		case <-time.After(20 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("sshd did not listen within 10s:\n%s", data)
-		}
-	}
-	hk, err := os.ReadFile(hostKey + ".pub")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := testharness.SSHConfig(t, "private", false)
-	cfg.Address = addr
-	cfg.KnownHostsFile = ""
-	cfg.HostKey = strings.Join(strings.Fields(string(hk))[:2], " ")
-	return &privateSSHD{cfg: cfg, log: logFile}
-}
-
-// count counts lines of the sshd's log that contain s.
-func (d *privateSSHD) count(t *testing.T, s string) int {
-	t.Helper()
-	time.Sleep(50 * time.Millisecond) // sshd writes its log after answering
-	data, err := os.ReadFile(d.log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return strings.Count(string(data), s)
-}
 
 func checkFile(t *testing.T, path string, want []byte, mode os.FileMode) {
 	t.Helper()
@@ -445,8 +329,8 @@ func TestWriteFileOverSFTPCancelled(t *testing.T) {
 // Without a Subsystem line the host refuses sftp: files still arrive, by
 // the shell pipeline, and the host is asked once per connection.
 func TestWriteFileFallsBackWithoutSFTPSubsystem(t *testing.T) {
-	d := startSSHD(t) // no Subsystem line
-	tr := newSSH(t, d.cfg)
+	d := testharness.StartPrivateSSHD(t, testharness.WithoutSFTP)
+	tr := newSSH(t, d.SSHConfig("private"))
 	var logs bytes.Buffer
 	ctx := tflogtest.RootLogger(context.Background(), &logs)
 	dir := t.TempDir()
@@ -472,7 +356,7 @@ func TestWriteFileFallsBackWithoutSFTPSubsystem(t *testing.T) {
 		t.Fatalf("%d writes went through sftp on a host without it", n)
 	}
 	const refused = "subsystem request for sftp by user root failed, subsystem not found"
-	if n := d.count(t, refused); n != 1 {
+	if n := d.Logged(refused, 1); n != 1 {
 		t.Fatalf("two writes asked for sftp %d times on one connection, want 1", n)
 	}
 	entries, err := tflogtest.MultilineJSONDecode(&logs)
@@ -497,7 +381,7 @@ func TestWriteFileFallsBackWithoutSFTPSubsystem(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkFile(t, f, []byte("two\n"), 0o600)
-	if n := d.count(t, refused); n != 2 {
+	if n := d.Logged(refused, 2); n != 2 {
 		t.Fatalf("sftp asked for %d times over two connections, want 2", n)
 	}
 }
@@ -586,8 +470,8 @@ func TestWriteFileWithOneSession(t *testing.T) {
 // When the connection dies under an open sftp channel, the next write
 // redials and opens a new one.
 func TestWriteFileOverSFTPAfterConnectionLoss(t *testing.T) {
-	d := startSSHD(t, "Subsystem sftp internal-sftp")
-	tr := newSSH(t, d.cfg)
+	d := testharness.StartPrivateSSHD(t)
+	tr := newSSH(t, d.SSHConfig("private"))
 	ctx := context.Background()
 	f := filepath.Join(t.TempDir(), "f")
 	if err := hosts.WriteFile(ctx, tr, f, []byte("1"), 0o600); err != nil {
@@ -605,7 +489,7 @@ func TestWriteFileOverSFTPAfterConnectionLoss(t *testing.T) {
 	if n := hosts.SFTPWrites(tr); n != 2 {
 		t.Fatalf("%d writes went through sftp, want 2", n)
 	}
-	if n := d.count(t, "Accepted publickey"); n != 2 {
+	if n := d.Accepted(); n != 2 {
 		t.Fatalf("%d handshakes, want 2", n)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -202,6 +203,14 @@ type PrivateSSHD struct {
 	cmd  *exec.Cmd
 }
 
+// SFTPSubsystem is the sshd_config line serving sftp, as up.sh writes it.
+// A private sshd has it unless a line of the caller's names a Subsystem.
+const SFTPSubsystem = "Subsystem sftp internal-sftp"
+
+// WithoutSFTP, among a private sshd's lines, leaves the sftp subsystem out
+// (sshd reads it as a comment).
+const WithoutSFTP = "# no Subsystem"
+
 // StartPrivateSSHD starts one; it is stopped when the test ends. Extra
 // sshd_config lines may be given.
 func StartPrivateSSHD(t testing.TB, extra ...string) *PrivateSSHD {
@@ -225,8 +234,10 @@ func StartPrivateSSHD(t testing.TB, extra ...string) *PrivateSSHD {
 		"AuthorizedKeysFile " + filepath.Join(state, "authorized_keys") + " .ssh/authorized_keys",
 		"PidFile none", "PermitRootLogin prohibit-password", "PubkeyAuthentication yes",
 		"PasswordAuthentication no", "KbdInteractiveAuthentication no", "UsePAM no", "StrictModes no",
-		"Subsystem sftp internal-sftp",
 	}, extra...)
+	if !slices.ContainsFunc(extra, func(l string) bool { return strings.Contains(l, "Subsystem") }) {
+		lines = append(lines, SFTPSubsystem)
+	}
 	if err := os.WriteFile(s.cfg, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -288,16 +299,25 @@ func (s *PrivateSSHD) SSHConfig(name string) hosts.SSHConfig {
 	return hosts.SSHConfig{Name: name, Address: s.Addr, User: Env(s.t, "SANDBOXER_TEST_SSH_USER"), PrivateKey: key, HostKey: s.HostKey()}
 }
 
-// Accepted counts the handshakes this sshd accepted: its log is its own,
-// so nothing else on the machine adds to the count. sshd writes the line
-// before it tells the client authentication succeeded.
-func (s *PrivateSSHD) Accepted() int {
-	data, err := os.ReadFile(s.log)
-	if err != nil {
-		s.t.Fatal(err)
+// Logged counts the lines of this sshd's log holding text, waiting up to
+// 5 s for at least want of them: its log is its own, so nothing else on
+// the machine adds to the count, but a session's process logs through
+// sshd's monitor, a moment after the client has its answer.
+func (s *PrivateSSHD) Logged(text string, want int) int {
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) { // polling the log
+		data, err := os.ReadFile(s.log)
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		if n := strings.Count(string(data), text); n >= want || time.Now().After(deadline) {
+			return n
+		}
 	}
-	return strings.Count(string(data), "Accepted publickey")
 }
+
+// Accepted counts the handshakes this sshd accepted. sshd logs one before
+// it tells the client authentication succeeded.
+func (s *PrivateSSHD) Accepted() int { return s.Logged("Accepted publickey", 0) }
 
 // StatefulComposeRepo is a compose stack keeping its state in two named volumes:
 // "pairs" is written continuously, a and b always with the same number
