@@ -6,40 +6,13 @@ import (
 	"crypto/rand"
 	"net"
 	"path/filepath"
-	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/agent"
 )
-
-// countingAgent serves a real agent keyring on a unix socket and counts
-// the connections clients open and close.
-type countingAgent struct {
-	mu             sync.Mutex
-	opened, closed int
-	allClosed      chan struct{} // one value per closed connection
-}
-
-func (a *countingAgent) serve(l net.Listener, keyring agent.Agent) {
-	for {
-		c, err := l.Accept()
-		if err != nil {
-			return
-		}
-		a.mu.Lock()
-		a.opened++
-		a.mu.Unlock()
-		go func() {
-			_ = agent.ServeAgent(keyring, c) // returns when the client closes
-			a.mu.Lock()
-			a.closed++
-			a.mu.Unlock()
-			a.allClosed <- struct{}{}
-		}()
-	}
-}
 
 // A handshake with use_agent opens the agent's socket and closes it when
 // the handshake is over: a provider making many connections keeps no agent
@@ -59,54 +32,29 @@ func TestAgentSocketClosedAfterHandshake(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = al.Close() }()
-	ag := &countingAgent{allClosed: make(chan struct{}, 16)}
-	go ag.serve(al, keyring)
+	var opened atomic.Int32
+	closed := make(chan struct{}, 16) // one value per connection the client closed
+	go func() {
+		for {
+			c, err := al.Accept()
+			if err != nil {
+				return
+			}
+			opened.Add(1)
+			go func() {
+				_ = agent.ServeAgent(keyring, c) // returns when the client closes
+				closed <- struct{}{}
+			}()
+		}
+	}()
 	t.Setenv("SSH_AUTH_SOCK", sock)
 
-	// An in-process SSH server that accepts exactly the agent's key.
 	sshPub, err := ssh.NewPublicKey(pub)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, hostPriv, _ := ed25519.GenerateKey(rand.Reader)
-	hostSigner, err := ssh.NewSignerFromKey(hostPriv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	scfg := &ssh.ServerConfig{PublicKeyCallback: func(_ ssh.ConnMetadata, k ssh.PublicKey) (*ssh.Permissions, error) {
-		if string(k.Marshal()) == string(sshPub.Marshal()) {
-			return nil, nil
-		}
-		return nil, errNotAuthorized
-	}}
-	scfg.AddHostKey(hostSigner)
-	sl, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = sl.Close() }()
-	go func() {
-		for {
-			c, err := sl.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				sc, chans, reqs, err := ssh.NewServerConn(c, scfg)
-				if err != nil {
-					return
-				}
-				go ssh.DiscardRequests(reqs)
-				for ch := range chans {
-					_ = ch.Reject(ssh.Prohibited, "no channels here")
-				}
-				_ = sc.Close()
-			}()
-		}
-	}()
-
-	cfg := SSHConfig{Name: "agent-test", Address: sl.Addr().String(), User: "u", UseAgent: true,
-		HostKey: string(ssh.MarshalAuthorizedKey(hostSigner.PublicKey())), DialTimeout: 10 * time.Second}
+	cfg := startInProcessServer(t, func(s *inProcessServer) { s.authorized = sshPub }).cfg
+	cfg.PrivateKey, cfg.UseAgent, cfg.DialTimeout = nil, true, 10*time.Second
 	for range 3 {
 		c, closers, err := dial(context.Background(), cfg)
 		if err != nil {
@@ -114,25 +62,15 @@ func TestAgentSocketClosedAfterHandshake(t *testing.T) {
 		}
 		closeAll(append(closers, c))
 	}
-	// Each close is signalled; wait for three, or fail at the deadline.
 	deadline := time.After(10 * time.Second)
-wait:
-	for range 3 {
+	for i := range 3 {
 		select {
-		case <-ag.allClosed:
+		case <-closed:
 		case <-deadline:
-			break wait
+			t.Fatalf("3 handshakes opened %d agent connections and closed %d; want 3 and 3", opened.Load(), i)
 		}
 	}
-	ag.mu.Lock()
-	defer ag.mu.Unlock()
-	if ag.opened != 3 || ag.closed != 3 {
-		t.Fatalf("3 handshakes opened %d agent connections and closed %d; want 3 and 3", ag.opened, ag.closed)
+	if n := opened.Load(); n != 3 {
+		t.Fatalf("3 handshakes opened %d agent connections, want 3", n)
 	}
 }
-
-var errNotAuthorized = errString("not authorized")
-
-type errString string
-
-func (e errString) Error() string { return string(e) }

@@ -167,13 +167,6 @@ func uploadShell(ctx context.Context, t Transport, path string, r io.Reader, mod
 	return t.Run(ctx, script, r, nil)
 }
 
-// CopyDir copies the local directory src into dir on the host (created if
-// missing) as a tar stream over the transport: one command, no extra
-// connection. Symlinks are copied as links.
-func CopyDir(ctx context.Context, t Transport, src, dir string) error {
-	return copyDir(ctx, t, src, fmt.Sprintf("mkdir -p -- %[1]s && tar -x -f - --no-same-owner -C %[1]s", Quote(dir)))
-}
-
 // existsExit is the exit code of MakeDir's script when dir exists.
 const existsExit = 45
 

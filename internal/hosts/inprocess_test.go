@@ -43,6 +43,8 @@ type inProcessServer struct {
 	closeGate chan struct{}
 	// rewrite, when set, replaces each command before it runs.
 	rewrite func(cmd string) string
+	// authorized, when set, is the one client key accepted.
+	authorized ssh.PublicKey
 }
 
 func startInProcessServer(t *testing.T, configure func(*inProcessServer)) *inProcessServer {
@@ -56,7 +58,12 @@ func startInProcessServer(t *testing.T, configure func(*inProcessServer)) *inPro
 	if err != nil {
 		t.Fatal(err)
 	}
-	scfg := &ssh.ServerConfig{PublicKeyCallback: func(ssh.ConnMetadata, ssh.PublicKey) (*ssh.Permissions, error) { return nil, nil }}
+	scfg := &ssh.ServerConfig{PublicKeyCallback: func(_ ssh.ConnMetadata, k ssh.PublicKey) (*ssh.Permissions, error) {
+		if srv.authorized != nil && !bytes.Equal(k.Marshal(), srv.authorized.Marshal()) {
+			return nil, errors.New("not the authorized key")
+		}
+		return nil, nil
+	}}
 	scfg.AddHostKey(hostSigner)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -451,9 +451,7 @@ func TestSFTPChannelCountsAgainstSessionCap(t *testing.T) {
 // With one session per connection the sftp channel would hold it for good:
 // files go through the shell pipeline, and commands still run.
 func TestWriteFileWithOneSession(t *testing.T) {
-	cfg := testharness.SSHConfig(t, "single", false)
-	cfg.MaxSessions = 1
-	tr := newSSH(t, cfg)
+	tr := hosts.InProcessSSH(t, 1)
 	f := filepath.Join(t.TempDir(), "f")
 	if err := hosts.WriteFile(context.Background(), tr, f, []byte("x"), 0o644); err != nil {
 		t.Fatal(err)

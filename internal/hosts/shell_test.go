@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -23,7 +22,7 @@ import (
 // Commands without input share one shell: each sees a fresh sh (nothing a
 // command set or changed carries over), its own exit status and stderr.
 func TestShellRunsCommandsOneAfterAnother(t *testing.T) {
-	tr := newSSH(t, testharness.SSHConfig(t, "shell", false))
+	tr := hosts.InProcessSSH(t, 0)
 	home, err := run(t, tr, "pwd")
 	if err != nil {
 		t.Fatal(err)
@@ -38,8 +37,8 @@ func TestShellRunsCommandsOneAfterAnother(t *testing.T) {
 		}
 	}
 	_, err = run(t, tr, "echo partial; echo boom >&2; exit 7")
-	if !hosts.IsExitCode(err, 7) || !strings.Contains(err.Error(), "boom") {
-		t.Fatalf("want exit 7 with its stderr: %v", err)
+	if !hosts.IsExitCode(err, 7) || !strings.Contains(err.Error(), "boom") || !strings.Contains(err.Error(), `"in-process"`) {
+		t.Fatalf("want exit 7 with its stderr and host: %v", err)
 	}
 	if out, err := run(t, tr, "echo after"); err != nil || out != "after\n" {
 		t.Fatalf("after a failed command: %q, %v", out, err)
@@ -52,7 +51,7 @@ func TestShellRunsCommandsOneAfterAnother(t *testing.T) {
 // Output is passed through byte for byte, however large and whatever it
 // holds, with no trailing newline added.
 func TestShellPassesBinaryOutput(t *testing.T) {
-	tr := newSSH(t, testharness.SSHConfig(t, "binary", false))
+	tr := hosts.InProcessSSH(t, 0)
 	data := make([]byte, 3<<20+17)
 	if _, err := rand.Read(data); err != nil {
 		t.Fatal(err)
@@ -78,9 +77,7 @@ func TestShellPassesBinaryOutput(t *testing.T) {
 // A command with input gets a session of its own, also when idle shells
 // hold every session: it takes an idle shell's place instead of waiting.
 func TestShellGivesWayToCommandsWithInput(t *testing.T) {
-	cfg := testharness.SSHConfig(t, "one", false)
-	cfg.MaxSessions = 1
-	tr := newSSH(t, cfg)
+	tr := hosts.InProcessSSH(t, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for i := range 3 {
@@ -157,9 +154,7 @@ func TestShellCommandCancelled(t *testing.T) {
 // waits for an idle shell instead of replacing one, and commands with
 // input still get their sessions.
 func TestShellsSharedUnderLoad(t *testing.T) {
-	cfg := testharness.SSHConfig(t, "load", false)
-	cfg.MaxSessions = 3
-	tr := newSSH(t, cfg)
+	tr := hosts.InProcessSSH(t, 3)
 	runAtOnce(t, tr, 60, "cat >/dev/null", func(i int) bool { return i%10 == 0 })
 	// Each command with input may take an idle shell's place (6), on top
 	// of the 3 the cap allows.
@@ -218,16 +213,6 @@ func TestShellIgnoresLoginNoise(t *testing.T) {
 		if out, err := run(t, tr, "echo out"); err != nil || out != "out\n" {
 			t.Fatalf("got %q, %v", out, err)
 		}
-	}
-}
-
-// nonce-like output (hex of the right length) is plain output.
-func TestShellOutputLooksLikeAMark(t *testing.T) {
-	tr := newSSH(t, testharness.SSHConfig(t, "marks", false))
-	fake := hex.EncodeToString(make([]byte, 16))
-	out, err := run(t, tr, "printf '%s\\n%s 0\\n' "+fake+" "+fake)
-	if err != nil || out != fake+"\n"+fake+" 0\n" {
-		t.Fatalf("got %q, %v", out, err)
 	}
 }
 
