@@ -1,7 +1,6 @@
 package backends_test
 
 import (
-	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -75,28 +74,13 @@ func TestAbandonedCreatesInInventoryAndReaper(t *testing.T) {
 		ids[id] = c
 		c.sb.ID, c.sb.Host, c.sb.Profile, c.sb.Extension = id, "local", "profile.workspace", "ext.vm-packer"
 		c.sb.WorkspaceDir, c.sb.CreatedAt = filepath.Join(root, backends.DirWorkspaceName(id)), past
-		data, err := json.MarshalIndent(c.sb, "", "  ")
-		if err != nil {
-			t.Fatal(err)
-		}
-		data = append(data, '\n')
+		var raw []byte
 		if c.raw != "" {
-			data = []byte(strings.NewReplacer("@ID@", id, "@WS@", c.sb.WorkspaceDir).Replace(c.raw))
+			raw = []byte(strings.NewReplacer("@ID@", id, "@WS@", c.sb.WorkspaceDir).Replace(c.raw))
 		}
-		rec := filepath.Join(root, ".sandboxer", "sandboxes", id+".json")
-		if err := os.MkdirAll(filepath.Dir(rec), 0o700); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(rec, data, 0o600); err != nil {
-			t.Fatal(err)
-		}
+		backends.PlantRecord(t, root, id, c.sb, raw)
 		// What a record write cut off midway leaves (hosts.Upload).
-		if err := os.MkdirAll(rec+".tmp.0123abcd", 0o700); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(rec+".tmp.0123abcd", id+".json"), data, 0o600); err != nil {
-			t.Fatal(err)
-		}
+		backends.PlantRecord(t, root, id+".json.tmp.0123abcd/"+id, c.sb, raw)
 		if !c.noDir {
 			if err := os.MkdirAll(filepath.Join(c.sb.WorkspaceDir, "work"), 0o755); err != nil {
 				t.Fatal(err)
@@ -186,17 +170,7 @@ func TestReaperWaitsForAnEngineThatDoesNotAnswer(t *testing.T) {
 	id, past := backends.NewID(), time.Now().Add(-time.Hour).UTC()
 	sb := backends.Sandbox{ID: id, Profile: "profile.compose-e2e", Extension: "ext.compose-ssh", WorkspaceDir: filepath.Join(root, id),
 		ComposeProject: "sbx-" + id, ComposeFile: "docker-compose.yml", CreatedAt: past, CreateDeadline: &past}
-	data, err := json.MarshalIndent(sb, "", "  ")
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec := filepath.Join(root, ".sandboxer", "sandboxes", id+".json")
-	if err := os.MkdirAll(filepath.Dir(rec), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(rec, append(data, '\n'), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	rec := backends.PlantRecord(t, root, id, sb, nil)
 	if err := os.MkdirAll(sb.WorkspaceDir, 0o755); err != nil {
 		t.Fatal(err)
 	}

@@ -2,9 +2,7 @@ package backends_test
 
 import (
 	"context"
-	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,66 +14,6 @@ import (
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/hosts"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/testharness"
 )
-
-// The reaper tears down an expired compose sandbox — containers, networks,
-// workspace, record — with no provider involved, and leaves alone what has
-// no expiry and what it did not create.
-func TestReaperRemovesOnlyExpiredSandboxes(t *testing.T) {
-	testharness.RequireDocker(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	h := testharness.SSHHost(t)
-	t.Cleanup(func() { _ = backends.UninstallReaper(context.Background(), h) }) // its crontab line
-	reg := backends.NewRegistry(composessh.New(os.Getenv("SANDBOXER_COMPOSE_CMD")))
-	reg.SetReaper(h.Host(), backends.ReaperOn)
-	repo := testharness.ComposeRepo(t, testharness.Image(t), "app")
-	foreign := filepath.Join(h.RootDir, "someone-elses")
-	if err := os.MkdirAll(foreign, 0o755); err != nil {
-		t.Fatal(err)
-	}
-
-	expiring, err := reg.Create(ctx, backends.Request{ID: backends.NewID(), Profile: profile(t, "profile.compose-e2e"), Host: h,
-		Inputs: map[string]string{"repo": repo}, TTL: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	keeper, err := reg.Create(ctx, backends.Request{ID: backends.NewID(), Profile: profile(t, "profile.compose-e2e"), Host: h,
-		Inputs: map[string]string{"repo": repo}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = reg.Destroy(context.Background(), h, keeper.ID) }() // best-effort cleanup
-	waitPastExpiry(ctx, t, expiring)
-
-	reaped, err := backends.RunReaper(ctx, h)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if strings.Join(reaped, ",") != expiring.ID {
-		t.Fatalf("reaped %v, want only %s", reaped, expiring.ID)
-	}
-	out, _ := exec.Command("docker", "ps", "-aq", "--filter", "label=com.docker.compose.project="+expiring.ComposeProject).Output()
-	nets, _ := exec.Command("docker", "network", "ls", "-q", "--filter", "label=com.docker.compose.project="+expiring.ComposeProject).Output()
-	if len(strings.TrimSpace(string(out)+string(nets))) > 0 {
-		t.Fatalf("containers or networks of the reaped sandbox remain: %s %s", out, nets)
-	}
-	if _, err := os.Stat(expiring.WorkspaceDir); !os.IsNotExist(err) {
-		t.Fatal("the reaped workspace remains")
-	}
-	if _, _, err := reg.Get(ctx, h, expiring.ID); err != backends.ErrNotFound {
-		t.Fatalf("the reaped record remains: %v", err)
-	}
-	if _, st, err := reg.Get(ctx, h, keeper.ID); err != nil || st.State != backends.StatusReady {
-		t.Fatalf("a sandbox without expiry was disturbed: %+v %v", st, err)
-	}
-	if _, err := os.Stat(foreign); err != nil {
-		t.Fatal("the reaper removed a directory it did not create")
-	}
-	// Running it again does nothing.
-	if again, err := backends.RunReaper(ctx, h); err != nil || len(again) != 0 {
-		t.Fatalf("second run: %v %v", again, err)
-	}
-}
 
 // reaper = true installs the reaper and its crontab line when a sandbox is
 // created; reaper = false removes exactly those, leaving every other line
@@ -299,16 +237,8 @@ func TestReaperSkipsTamperedRecords(t *testing.T) {
 	}
 	expired := time.Now().Add(-time.Hour).UTC()
 	plant := func(file string, sb backends.Sandbox) {
-		t.Helper()
 		sb.ExpiresAt = &expired
-		data, _ := json.MarshalIndent(sb, "", "  ")
-		p := filepath.Join(root, ".sandboxer", "sandboxes", file+".json")
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, append(data, '\n'), 0o600); err != nil {
-			t.Fatal(err)
-		}
+		backends.PlantRecord(t, root, file, sb, nil)
 	}
 	var dirs []string
 	dir := func(base, name string) string {

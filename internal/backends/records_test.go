@@ -109,17 +109,23 @@ func canary(t *testing.T, dir, name string) (string, func() bool) {
 	return d, func() bool { _, err := os.Stat(f); return err == nil }
 }
 
-func plantRecord(t *testing.T, h *hosts.Host, file string, sb Sandbox) string {
+// PlantRecord writes the record file <root>/.sandboxer/sandboxes/<file>.json
+// of a local root directory, as writeRecord writes sb (or data, when not
+// nil), and returns its path.
+func PlantRecord(t *testing.T, root, file string, sb Sandbox, data []byte) string {
 	t.Helper()
-	data, err := json.MarshalIndent(sb, "", "  ")
-	if err != nil {
+	if data == nil {
+		var err error
+		if data, err = json.MarshalIndent(sb, "", "  "); err != nil {
+			t.Fatal(err)
+		}
+		data = append(data, '\n')
+	}
+	p := filepath.Join(root, ".sandboxer", "sandboxes", file+".json")
+	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	p := filepath.Join(h.RootDir, ".sandboxer", "sandboxes", file+".json")
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, append(data, '\n'), 0o600); err != nil {
+	if err := os.WriteFile(p, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return p
@@ -169,7 +175,7 @@ func TestTamperedRecordsAreRefused(t *testing.T) {
 			if c.id != "" {
 				claimed = c.id
 			}
-			rec := plantRecord(t, h, id, Sandbox{ID: claimed, Extension: c.ext, WorkspaceDir: ws})
+			rec := PlantRecord(t, h.RootDir, id, Sandbox{ID: claimed, Extension: c.ext, WorkspaceDir: ws}, nil)
 			before := compose.teardowns + vm.teardowns
 			if _, _, err := reg.Get(ctx, h, id); err == nil || !strings.Contains(err.Error(), rec) {
 				t.Fatalf("Get of a tampered record: %v, want an error naming %s", err, rec)
@@ -195,7 +201,7 @@ func TestTamperedRecordsAreRefused(t *testing.T) {
 	// A trustworthy record is torn down as before.
 	id := NewID()
 	ws, alive := canary(t, root, id)
-	plantRecord(t, h, id, Sandbox{ID: id, Extension: "ext.compose-ssh", WorkspaceDir: ws})
+	PlantRecord(t, h.RootDir, id, Sandbox{ID: id, Extension: "ext.compose-ssh", WorkspaceDir: ws}, nil)
 	if err := reg.Destroy(ctx, h, id); err != nil || alive() {
 		t.Fatalf("destroy of a sound record: %v, workspace left %v", err, alive())
 	}

@@ -2,8 +2,6 @@ package backends_test
 
 import (
 	"context"
-	"encoding/json"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -38,19 +36,9 @@ func TestTunnelRefusedWithoutServiceAddresses(t *testing.T) {
 	// stack itself needs the swarm harness, and the refusal reads nothing
 	// else).
 	id := backends.NewID()
-	rec, err := json.Marshal(backends.Sandbox{ID: id, Host: h.Host(), Profile: "profile.swarm-e2e", Extension: swarm.Name,
+	backends.PlantRecord(t, h.RootDir, id, backends.Sandbox{ID: id, Host: h.Host(), Profile: "profile.swarm-e2e", Extension: swarm.Name,
 		WorkspaceDir: filepath.Join(h.RootDir, id), ComposeProject: swarm.StackName(id), ComposeFile: "compose.yaml",
-		Services: []string{"web"}, CreatedAt: time.Now()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := filepath.Join(h.RootDir, ".sandboxer", "sandboxes")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, id+".json"), rec, 0o600); err != nil {
-		t.Fatal(err)
-	}
+		Services: []string{"web"}, CreatedAt: time.Now()}, nil)
 	_, err = reg.OpenTunnel(ctx, h, id, "web", 80, 0)
 	if err == nil || !strings.Contains(err.Error(), "tunnels are not supported for ext.swarm sandboxes") ||
 		!strings.Contains(err.Error(), "connect to the published port instead") {

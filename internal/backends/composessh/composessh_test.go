@@ -117,35 +117,6 @@ func TestComposeLifecycleOverSSH(t *testing.T) {
 	}
 }
 
-func TestComposeFailureLeavesNothing(t *testing.T) {
-	testharness.RequireDocker(t)
-	h := testharness.SSHHost(t)
-	reg := backends.NewRegistry(composessh.New(os.Getenv("SANDBOXER_COMPOSE_CMD")))
-	repo := testharness.ComposeRepo(t, "sandboxer-no-such-image:never", "app")
-	id := backends.NewID()
-	_, err := reg.Create(ctx(t), backends.Request{ID: id, Profile: profile(t), Host: h, Inputs: map[string]string{"repo": repo}})
-	if err == nil {
-		t.Fatal("create with a missing image succeeded")
-	}
-	if !strings.Contains(err.Error(), "harness") || !strings.Contains(err.Error(), "stderr") {
-		t.Fatalf("error should name the host and carry the stderr tail: %v", err)
-	}
-	if left := leftovers(t, composessh.ProjectName(id)); left != "" {
-		t.Fatalf("failed create left: %s", left)
-	}
-	entries, _ := os.ReadDir(h.RootDir)
-	for _, e := range entries {
-		if e.Name() == id {
-			t.Fatal("failed create left its workspace")
-		}
-	}
-	if rec := filepath.Join(h.RootDir, ".sandboxer", "sandboxes", id+".json"); fileExists(rec) {
-		t.Fatal("failed create left its record")
-	}
-}
-
-func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
-
 func TestValidateRejectsBadRepoInput(t *testing.T) {
 	ext := composessh.New(os.Getenv("SANDBOXER_COMPOSE_CMD"))
 	p := profile(t)
