@@ -2,6 +2,7 @@ package backends_test
 
 import (
 	"context"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -142,7 +143,9 @@ func mustRead(t *testing.T, p string) []byte {
 // A volume the compose file names (`name: shared-data`) is the sandbox's
 // own, under compose's name for it: two sandboxes never share it, a
 // checkpoint restored into a new sandbox fills the new one's, and nothing
-// of that fixed name is made on the host.
+// of that fixed name is made on the host. The restored stack, whose compose
+// file exists only in its workspace, gets its network's subnet from the
+// host's pool like a stack created from a repo.
 func TestVolumeWithAFixedNameIsTheSandboxes(t *testing.T) {
 	testharness.RequireDocker(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -181,6 +184,12 @@ volumes:
 	defer func() { _ = reg.Destroy(context.Background(), h, nsb.ID) }() // best-effort; checked below
 	if got := strings.TrimSpace(testharness.InVolume(t, nsb.ComposeProject+"_data", "cat /v/state")); got != "kept" {
 		t.Errorf("the new sandbox's volume holds %q", got)
+	}
+	out, err := exec.Command("docker", "network", "inspect", "-f", "{{range .IPAM.Config}}{{.Subnet}}{{end}}", nsb.ComposeProject+"_default").Output()
+	subnet, perr := netip.ParsePrefix(strings.TrimSpace(string(out)))
+	if err != nil || perr != nil || !nsb.NetworkOverride || subnet.Bits() != 27 || !composessh.DefaultNetworkPool.Contains(subnet.Addr()) ||
+		strings.Join(nsb.Services, ",") != "keeper" {
+		t.Errorf("the restored stack: network subnet %q (%v), override %v, services %v; want a /27 of %s, keeper", out, err, nsb.NetworkOverride, nsb.Services, composessh.DefaultNetworkPool)
 	}
 	if out, err := exec.Command("docker", "volume", "ls", "-q", "--filter", "name=^"+fixed+"$").Output(); err != nil || strings.TrimSpace(string(out)) != "" {
 		t.Errorf("a volume of the fixed name exists: %q %v", out, err)

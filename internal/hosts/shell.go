@@ -407,18 +407,15 @@ func (s *SSH) runInShell(ctx context.Context, sh *shell, script string, stdout i
 		return ctx.Err()
 	}
 	var err error
-	select {
-	case err = <-done:
-	case <-ctx.Done():
-		sh.kill(w)
-		return ctx.Err()
-	}
-	if err == nil {
+	for _, ended := range []chan error{done, errDone} {
 		select {
-		case err = <-errDone:
+		case err = <-ended:
 		case <-ctx.Done():
 			sh.kill(w)
 			return ctx.Err()
+		}
+		if err != nil {
+			break
 		}
 	}
 	if err != nil {

@@ -145,9 +145,7 @@ func (s *SSH) dropLocked() {
 		sh.close()
 	}
 	s.idle = nil
-	for i := len(s.closers) - 1; i >= 0; i-- {
-		_ = s.closers[i].Close()
-	}
+	closeAll(s.closers)
 	s.closers = nil
 }
 
@@ -231,11 +229,6 @@ func withContext[T any](ctx context.Context, call func() (T, error), unused func
 		var zero T
 		return zero, ctx.Err()
 	}
-}
-
-// openSession opens a session on client, giving up when ctx ends.
-func (s *SSH) openSession(ctx context.Context, client *ssh.Client) (*ssh.Session, error) {
-	return withContext(ctx, client.NewSession, func(session *ssh.Session) { _ = session.Close() })
 }
 
 // connected returns the pooled client, dialling it if needed. Callers that
@@ -401,10 +394,12 @@ func (s *SSH) newSession(ctx context.Context) (*ssh.Session, *ssh.Client, error)
 	return session, client, nil
 }
 
-// openSessionUntilAccepted is openSession, asking again while the host
-// refuses (whileRefused).
+// openSessionUntilAccepted opens a session on client, giving up when ctx
+// ends, and asking again while the host refuses (whileRefused).
 func (s *SSH) openSessionUntilAccepted(ctx context.Context, client *ssh.Client) (*ssh.Session, error) {
-	return whileRefused(ctx, s.closeIdleShell, func() (*ssh.Session, error) { return s.openSession(ctx, client) })
+	return whileRefused(ctx, s.closeIdleShell, func() (*ssh.Session, error) {
+		return withContext(ctx, client.NewSession, func(session *ssh.Session) { _ = session.Close() })
+	})
 }
 
 // closeIdleShell closes one idle shell, if any: a host that refuses

@@ -44,50 +44,33 @@ func hostKey(t *testing.T, port2 bool) string {
 	return strings.TrimSpace(string(data))
 }
 
-func TestSSHPinnedHostKey(t *testing.T) {
-	cfg := testharness.SSHConfig(t, "pinned", false)
-	cfg.KnownHostsFile = ""
-	cfg.HostKey = hostKey(t, false)
-	if _, err := run(t, newSSH(t, cfg), "true"); err != nil {
-		t.Fatalf("pinned correct key refused: %v", err)
+// A host's key is checked against host_key when it is pinned, else against
+// known_hosts; insecure_ignore_host_key alone skips the check.
+func TestSSHHostKeys(t *testing.T) {
+	knownHosts := func(content string) string {
+		p := filepath.Join(t.TempDir(), "known_hosts")
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
 	}
-	cfg.HostKey = hostKey(t, true) // the other sshd's key
-	_, err := run(t, newSSH(t, cfg), "true")
-	if err == nil || !strings.Contains(err.Error(), "host key mismatch") {
-		t.Fatalf("want a host key mismatch, got %v", err)
-	}
-}
-
-func TestSSHUnknownHostKeyRefused(t *testing.T) {
-	cfg := testharness.SSHConfig(t, "stranger", false)
-	cfg.KnownHostsFile = filepath.Join(t.TempDir(), "known_hosts")
-	if err := os.WriteFile(cfg.KnownHostsFile, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	_, err := run(t, newSSH(t, cfg), "true")
-	if err == nil || !strings.Contains(err.Error(), "unknown host key") {
-		t.Fatalf("want unknown host key, got %v", err)
-	}
-	// Opt-in only: insecure_ignore_host_key connects anyway.
-	cfg.InsecureIgnoreHostKey = true
-	cfg.KnownHostsFile = ""
-	if _, err := run(t, newSSH(t, cfg), "true"); err != nil {
-		t.Fatalf("insecure_ignore_host_key: %v", err)
-	}
-}
-
-func TestSSHKnownHostsMismatch(t *testing.T) {
-	cfg := testharness.SSHConfig(t, "moved", false)
-	// A known_hosts that lists 2223's key for 2222: the host "was reinstalled".
-	kh := filepath.Join(t.TempDir(), "known_hosts")
-	line := fmt.Sprintf("[127.0.0.1]:%s %s\n", strings.Split(cfg.Address, ":")[1], hostKey(t, true))
-	if err := os.WriteFile(kh, []byte(line), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cfg.KnownHostsFile = kh
-	_, err := run(t, newSSH(t, cfg), "true")
-	if err == nil || !strings.Contains(err.Error(), "host key mismatch") {
-		t.Fatalf("want host key mismatch, got %v", err)
+	port := strings.Split(testharness.SSHConfig(t, "", false).Address, ":")[1]
+	for _, c := range []struct {
+		name, hostKey, knownHosts, wantErr string
+		insecure                           bool
+	}{
+		{name: "pinned", hostKey: hostKey(t, false)},
+		{name: "pinned, the other sshd's", hostKey: hostKey(t, true), wantErr: "host key mismatch"},
+		{name: "not in known_hosts", knownHosts: knownHosts(""), wantErr: "unknown host key"},
+		{name: "insecure_ignore_host_key", insecure: true},
+		// 2223's key listed for 2222: the host "was reinstalled".
+		{name: "another key in known_hosts", knownHosts: knownHosts(fmt.Sprintf("[127.0.0.1]:%s %s\n", port, hostKey(t, true))), wantErr: "host key mismatch"},
+	} {
+		cfg := testharness.SSHConfig(t, c.name, false)
+		cfg.HostKey, cfg.KnownHostsFile, cfg.InsecureIgnoreHostKey = c.hostKey, c.knownHosts, c.insecure
+		if _, err := run(t, newSSH(t, cfg), "true"); c.wantErr == "" && err != nil || c.wantErr != "" && (err == nil || !strings.Contains(err.Error(), c.wantErr)) {
+			t.Errorf("%s: %v, want %q", c.name, err, c.wantErr)
+		}
 	}
 }
 

@@ -54,13 +54,6 @@ func (e *Extension) load(p *catalog.Profile, inputs, env map[string]string, opts
 	return loadProject(repo, file, env, opts)
 }
 
-// loadPlan is loadProject of repo's docker-compose.yml with the default
-// options, without the networks (for tests).
-func loadPlan(repo string, env map[string]string) (backends.Plan, error) {
-	st, err := loadProject(repo, "docker-compose.yml", env, backends.PlanOptions{})
-	return st.plan, err
-}
-
 func loadProject(repo, file string, env map[string]string, opts backends.PlanOptions) (stack, error) {
 	l, err := composefile.LoadFile(repo, file, env)
 	if err != nil {

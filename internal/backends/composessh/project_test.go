@@ -15,6 +15,13 @@ import (
 
 // These run with no harness: plan-time compose rules read the client's copy only.
 
+// loadPlan is loadProject of repo's docker-compose.yml with the default
+// options, without the networks.
+func loadPlan(repo string, env map[string]string) (backends.Plan, error) {
+	st, err := loadProject(repo, "docker-compose.yml", env, backends.PlanOptions{})
+	return st.plan, err
+}
+
 func repoWith(t *testing.T, compose string, extra map[string]string) string {
 	t.Helper()
 	dir := t.TempDir()
