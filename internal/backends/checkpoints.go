@@ -188,32 +188,11 @@ func (r *Registry) Snapshot(ctx context.Context, h *hosts.Host, req SnapshotRequ
 			_ = snap.Unpause(uctx, h, sb) // a partial pause is undone too
 			return summary, err
 		}
-		// Unpause, also on failure, and wait until healthchecks that failed
-		// while paused pass again: the source is left as it was found.
-		defer func() {
-			uctx, cancel := detached(ctx)
-			defer cancel()
-			if uerr := snap.Unpause(uctx, h, sb); uerr != nil {
-				err = errors.Join(err, uerr)
-				return
-			}
-			if _, werr := ext.WaitReady(uctx, h, sb); werr != nil {
-				err = errors.Join(err, werr)
-			}
-		}()
+		// Unpaused, also on failure, and waited until healthchecks that
+		// failed while paused pass again: the source is left as it was found.
+		defer func() { err = resume(ctx, ext, h, sb, snap.Unpause, err) }()
 	case QuiesceStop:
-		// Started again, also on failure, and waited ready.
-		defer func() {
-			sctx, cancel := detached(ctx)
-			defer cancel()
-			if serr := snap.Start(sctx, h, sb); serr != nil {
-				err = errors.Join(err, serr)
-				return
-			}
-			if _, werr := ext.WaitReady(sctx, h, sb); werr != nil {
-				err = errors.Join(err, werr)
-			}
-		}()
+		defer func() { err = resume(ctx, ext, h, sb, snap.Start, err) }()
 		if err := snap.Stop(ctx, h, sb); err != nil {
 			return summary, err
 		}
@@ -256,15 +235,22 @@ func (r *Registry) RestoreInPlace(ctx context.Context, snapHost *hosts.Host, sna
 	// The services start again even when the stop (perhaps half done) or
 	// the restore failed, or its context ended: the sandbox is never left
 	// stopped by a restore.
-	sctx, cancel := detached(ctx)
+	return res, resume(ctx, ext, h, sb, snap.Start, err)
+}
+
+// resume runs start (Unpause or Start) on sb and waits until sb is ready
+// again, also when ctx has ended (detached), and returns err joined with
+// what failed of that.
+func resume(ctx context.Context, ext Extension, h *hosts.Host, sb *Sandbox, start func(context.Context, *hosts.Host, *Sandbox) error, err error) error {
+	rctx, cancel := detached(ctx)
 	defer cancel()
-	if serr := snap.Start(sctx, h, sb); serr != nil {
-		return res, errors.Join(err, serr)
+	if serr := start(rctx, h, sb); serr != nil {
+		return errors.Join(err, serr)
 	}
-	if _, werr := ext.WaitReady(sctx, h, sb); werr != nil {
-		return res, errors.Join(err, werr)
+	if _, werr := ext.WaitReady(rctx, h, sb); werr != nil {
+		return errors.Join(err, werr)
 	}
-	return res, err
+	return err
 }
 
 // RestoreNew creates a sandbox from req whose workspace is populated from

@@ -18,10 +18,11 @@ import (
 // once.
 const spin = `["sh", "-c", "trap 'exit 0' TERM; while true; do sleep 1; done"]`
 
-// createStack creates a sandbox of compose on the harness swarm through a
-// registry, as the provider does, and tears it down when the test ends. It
-// returns the sandbox, the manager as its host, and the repo.
-func createStack(ctx context.Context, t *testing.T, sw *testharness.Swarm, compose string) (*backends.Sandbox, *hosts.Host, string) {
+// createStack creates a sandbox of compose, with a ttl unless 0, on the
+// harness swarm through a registry, as the provider does, and tears it
+// down when the test ends. It returns the sandbox, the manager as its
+// host, and the repo.
+func createStack(ctx context.Context, t *testing.T, sw *testharness.Swarm, compose string, ttl time.Duration) (*backends.Sandbox, *hosts.Host, string) {
 	t.Helper()
 	repo := t.TempDir()
 	if err := os.WriteFile(filepath.Join(repo, "compose.yaml"), []byte(compose), 0o644); err != nil {
@@ -29,7 +30,7 @@ func createStack(ctx context.Context, t *testing.T, sw *testharness.Swarm, compo
 	}
 	h := sw.Host()
 	sb, err := backends.NewRegistry(New()).Create(ctx, backends.Request{ID: backends.NewID(), Profile: profile(t), Host: h,
-		Inputs: map[string]string{"repo": repo}})
+		Inputs: map[string]string{"repo": repo}, TTL: ttl, TTLText: ttl.String()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +49,7 @@ func TestSwarmScaledOutOfBand(t *testing.T) {
 	img := testharness.Image(t)
 	sb, h, repo := createStack(ctx, t, sw, "services:\n  web:\n    image: "+img+"\n    command: "+spin+
 		"\n    deploy:\n      replicas: 2\n      placement:\n        max_replicas_per_node: 1\n"+
-		"  keeper:\n    image: "+img+"\n    command: "+spin+"\n")
+		"  keeper:\n    image: "+img+"\n    command: "+spin+"\n", 0)
 	if want := map[string]int{"web": 2, "keeper": 1}; !maps.Equal(sb.Replicas, want) {
 		t.Fatalf("recorded replicas %v, want %v", sb.Replicas, want)
 	}

@@ -3,7 +3,6 @@ package swarm
 import (
 	"context"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -19,22 +18,9 @@ func TestReaperRemovesExpiredStack(t *testing.T) {
 	sw := testharness.StartedSwarm(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	h := sw.Host()
-	p := profile(t)
-	repo := t.TempDir()
-	compose := "services:\n  app:\n    image: " + testharness.Image(t) +
-		"\n    command: [\"sh\", \"-c\", \"trap 'exit 0' TERM; while true; do sleep 1; done\"]\n    volumes: [data:/data]\nvolumes:\n  data: {}\n"
-	if err := os.WriteFile(filepath.Join(repo, "compose.yaml"), []byte(compose), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	reg := backends.NewRegistry(New())
-	sb, err := reg.Create(ctx, backends.Request{ID: backends.NewID(), Profile: p, Host: h, Inputs: map[string]string{"repo": repo},
-		TTL: time.Second, TTLText: "1s"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	sb, h, _ := createStack(ctx, t, sw, "services:\n  app:\n    image: "+testharness.Image(t)+"\n    command: "+spin+
+		"\n    volumes: [data:/data]\nvolumes:\n  data: {}\n", time.Second)
 	stack := StackName(sb.ID)
-	t.Cleanup(func() { _ = New().Teardown(context.Background(), h, sb) })
 	// The reaper compares whole seconds: past the expiry's second.
 	for time.Now().UTC().Truncate(time.Second).Compare(sb.ExpiresAt.Add(time.Second)) <= 0 {
 		select {
@@ -43,7 +29,7 @@ func TestReaperRemovesExpiredStack(t *testing.T) {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	reaped, err := reg.Reap(ctx, h)
+	reaped, err := backends.NewRegistry(New()).Reap(ctx, h)
 	if err != nil || !slices.Equal(reaped, []string{sb.ID}) {
 		t.Fatalf("reaped %v (%v), want %s", reaped, err, sb.ID)
 	}

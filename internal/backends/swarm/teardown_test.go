@@ -43,7 +43,7 @@ func TestSwarmTeardownStopsEveryNode(t *testing.T) {
 	// Four replicas, at most two per node: on two nodes at least, and so
 	// on a worker.
 	sb, h, _ := createStack(ctx, t, sw, "services:\n  web:\n    image: "+img+"\n    command: "+spin+
-		"\n    deploy:\n      replicas: 4\n      placement:\n        max_replicas_per_node: 2\n")
+		"\n    deploy:\n      replicas: 4\n      placement:\n        max_replicas_per_node: 2\n", 0)
 	stack := StackName(sb.ID)
 	workers := 0
 	for n := 2; n <= len(sw.Nodes); n++ {
@@ -110,7 +110,7 @@ func TestSwarmTeardownTimeoutNamesWhatRemains(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	sb, h, _ := createStack(ctx, t, sw, "services:\n  stubborn:\n    image: "+testharness.Image(t)+
-		"\n    command: [\"sh\", \"-c\", \"trap '' TERM; while true; do sleep 1; done\"]\n    stop_grace_period: 30s\n")
+		"\n    command: [\"sh\", \"-c\", \"trap '' TERM; while true; do sleep 1; done\"]\n    stop_grace_period: 30s\n", 0)
 	// removeWaitFor leaves the script 3 s of this.
 	short, cancelShort := context.WithTimeout(ctx, removeMargin+3*time.Second)
 	defer cancelShort()
