@@ -1,25 +1,30 @@
 package hosts
 
 import (
-	"context"
 	"os/exec"
+	"strings"
 	"testing"
 )
 
-func TestQuoteRoundTripsThroughShell(t *testing.T) {
-	inputs := []string{
-		"", "plain", "with space", "it's", `"double"`, "$(touch /tmp/pwned)", "`id`",
-		"a;b", "a|b", "a&&b", "*", "~root", "new\nline", "back\\slash", "$HOME", "-n",
+// Quote makes any string one word for sh, whatever it holds: printed back
+// by the shell, it is exactly the input (NUL cannot be in a shell word).
+func FuzzQuote(f *testing.F) {
+	for _, s := range []string{"", "plain", "a b", "'", "it's", `"`, "$(id)", "`id`", "\n", `\`, "%", "-n", "a'b'c", "}x'y",
+		"${HOME}", "$HOME", "*", "~", "~root", "a;b", "a|b", "a&&b"} {
+		f.Add(s)
 	}
-	for _, in := range inputs {
-		out, err := exec.CommandContext(context.Background(), "sh", "-c", "printf %s "+Quote(in)).Output()
+	f.Fuzz(func(t *testing.T, s string) {
+		if strings.ContainsRune(s, 0) {
+			t.Skip("NUL cannot be part of a shell word")
+		}
+		out, err := exec.Command("sh", "-c", "printf %s "+Quote(s)).Output()
 		if err != nil {
-			t.Fatalf("sh failed for %q: %v", in, err)
+			t.Fatalf("sh -c printf %%s %s: %v", Quote(s), err)
 		}
-		if string(out) != in {
-			t.Errorf("Quote(%q) came back as %q", in, out)
+		if string(out) != s {
+			t.Fatalf("Quote(%q) printed back as %q", s, out)
 		}
-	}
+	})
 }
 
 func TestCommandQuotesEveryWord(t *testing.T) {

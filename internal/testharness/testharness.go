@@ -180,17 +180,6 @@ func ComposeLeftovers(t testing.TB, projects ...string) []string {
 	return left
 }
 
-// SSHDAccepted counts "Accepted publickey" lines in an sshd log: one per
-// handshake the provider made.
-func SSHDAccepted(t testing.TB, logVar string) int {
-	t.Helper()
-	data, err := os.ReadFile(Env(t, logVar))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return strings.Count(string(data), "Accepted publickey")
-}
-
 // PrivateSSHD is an sshd of the test's own on a free loopback port, with
 // the harness's host key and authorized keys, that the test can stop and
 // start again (a host going away and coming back) without disturbing the

@@ -135,49 +135,6 @@ func TestValidateRejectsBadRepoInput(t *testing.T) {
 	}
 }
 
-func TestSixSandboxesShareOneHandshake(t *testing.T) {
-	testharness.RequireDocker(t)
-	// An sshd of its own: the count is this test's handshakes only.
-	sshd := testharness.StartPrivateSSHD(t)
-	tr, err := hosts.NewSSH(sshd.SSHConfig("harness"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = tr.Close() })
-	h := &hosts.Host{Transport: tr, RootDir: t.TempDir()}
-	reg := backends.NewRegistry(composessh.New(os.Getenv("SANDBOXER_COMPOSE_CMD")))
-	repo := testharness.ComposeRepo(t, testharness.Image(t), "app")
-
-	type result struct {
-		sb  *backends.Sandbox
-		err error
-	}
-	results := make(chan result, 6)
-	for i := 0; i < 6; i++ {
-		go func() {
-			sb, err := reg.Create(ctx(t), backends.Request{ID: backends.NewID(), Profile: profile(t), Host: h, Inputs: map[string]string{"repo": repo}})
-			results <- result{sb, err}
-		}()
-	}
-	var created []*backends.Sandbox
-	for i := 0; i < 6; i++ {
-		r := <-results
-		if r.err != nil {
-			t.Error(r.err)
-			continue
-		}
-		created = append(created, r.sb)
-	}
-	for _, sb := range created {
-		if err := reg.Destroy(ctx(t), h, sb.ID); err != nil {
-			t.Error(err)
-		}
-	}
-	if n := sshd.Accepted(); n != 1 {
-		t.Fatalf("6 sandboxes made %d SSH handshakes, want 1", n)
-	}
-}
-
 // Before the compose command is known, the host status script lists each
 // engine the host has, and fails (so that every sandbox is inspected by
 // itself, which detects compose and says why) when an engine's listing
