@@ -51,15 +51,6 @@ func content(dir, rel string) string {
 	return string(b)
 }
 
-func secondSSHHost(t *testing.T) *hosts.Host {
-	tr, err := hosts.NewSSH(testharness.SSHConfig(t, "harness2", true))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = tr.Close() })
-	return &hosts.Host{Transport: tr, RootDir: t.TempDir()}
-}
-
 func TestCheckpointTutorialOnComposeOverSSH(t *testing.T) {
 	testharness.RequireDocker(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -111,7 +102,12 @@ func TestCheckpointTutorialOnComposeOverSSH(t *testing.T) {
 	}
 
 	// Restore into a new sandbox on another host; the source keeps running.
-	h2 := secondSSHHost(t)
+	tr2, err := hosts.NewSSH(testharness.SSHConfig(t, "harness2", true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tr2.Close() })
+	h2 := &hosts.Host{Transport: tr2, RootDir: t.TempDir()}
 	nsb, nres, err := reg.RestoreNew(ctx, h, snap.ID, backends.Request{ID: backends.NewID(), Profile: profile(t, "profile.workspace"), Host: h2})
 	if err != nil {
 		t.Fatal(err)

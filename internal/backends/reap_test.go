@@ -33,7 +33,7 @@ func TestReapWithoutInstalling(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitPastExpiry(ctx, t, expiring)
+	waitPastExpiry(t, expiring)
 
 	reaped, err := reg.Reap(ctx, h)
 	if err != nil || !slices.Equal(reaped, []string{expiring.ID}) {
@@ -67,13 +67,9 @@ func TestReapWithoutInstalling(t *testing.T) {
 // waitPastExpiry returns once the clock (the harness hosts' too: this
 // machine's) is past sb's expiry as the reaper sees it: it compares whole
 // seconds, so past the expiry's second.
-func waitPastExpiry(ctx context.Context, t *testing.T, sb *backends.Sandbox) {
+func waitPastExpiry(t *testing.T, sb *backends.Sandbox) {
 	t.Helper()
-	for time.Now().UTC().Truncate(time.Second).Compare(sb.ExpiresAt.Add(time.Second)) <= 0 {
-		select {
-		case <-ctx.Done():
-			t.Fatal(ctx.Err())
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
+	waitFor(t, time.Minute, "the sandbox's expiry to pass", func() bool {
+		return time.Now().UTC().Truncate(time.Second).Compare(sb.ExpiresAt.Add(time.Second)) > 0
+	})
 }

@@ -97,7 +97,11 @@ func TestVolumeCheckpointsOverSSH(t *testing.T) {
 	// A corrupted object: the in-place restore fails naming the file, and
 	// the volume keeps what it had.
 	testharness.InVolume(t, pairs, "echo after > /v/config")
-	m, err := checkpoint.ParseManifest(snap.ID, mustRead(t, filepath.Join(h.RootDir, ".sandboxer", "store", "snapshots", snap.ID+".json")))
+	data, err := os.ReadFile(filepath.Join(h.RootDir, ".sandboxer", "store", "snapshots", snap.ID+".json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := checkpoint.ParseManifest(snap.ID, data)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,15 +133,6 @@ func TestVolumeCheckpointsOverSSH(t *testing.T) {
 	if left := testharness.ComposeLeftovers(t, projects...); len(left) > 0 {
 		t.Errorf("left after teardown: %v", left)
 	}
-}
-
-func mustRead(t *testing.T, p string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
 }
 
 // A volume the compose file names (`name: shared-data`) is the sandbox's

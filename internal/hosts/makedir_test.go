@@ -3,7 +3,6 @@ package hosts_test
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"errors"
 	"io/fs"
 	"os"
@@ -40,10 +39,7 @@ func TestMakeDirCopiesSmallReposWithoutASession(t *testing.T) {
 		t.Fatal(err)
 	}
 	large := t.TempDir()
-	big := make([]byte, 5<<20) // above the small-copy bound, incompressible or not
-	if _, err := rand.Read(big); err != nil {
-		t.Fatal(err)
-	}
+	big := randomBytes(5 << 20) // above the small-copy bound, incompressible or not
 	if err := os.WriteFile(filepath.Join(large, "blob"), big, 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,6 @@ package hosts_test
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"errors"
 	"fmt"
@@ -52,10 +51,7 @@ func TestShellRunsCommandsOneAfterAnother(t *testing.T) {
 // holds, with no trailing newline added.
 func TestShellPassesBinaryOutput(t *testing.T) {
 	tr := hosts.InProcessSSH(t, 0)
-	data := make([]byte, 3<<20+17)
-	if _, err := rand.Read(data); err != nil {
-		t.Fatal(err)
-	}
+	data := randomBytes(3<<20 + 17)
 	f := filepath.Join(t.TempDir(), "data")
 	if err := os.WriteFile(f, data, 0o600); err != nil {
 		t.Fatal(err)
