@@ -41,26 +41,19 @@ func TestRefreshReadsAHostOnce(t *testing.T) {
 	h := testharness.SSHHost(t)
 	reg := backends.NewRegistry(composessh.New(os.Getenv("SANDBOXER_COMPOSE_CMD")), vmattach.New())
 	repo := testharness.ComposeRepo(t, testharness.Image(t), "web", "worker")
-	var ids []string
-	for range 3 {
-		sb, err := reg.Create(ctx, backends.Request{ID: backends.NewID(), Profile: profile(t, "profile.compose-e2e"), Host: h,
-			Inputs: map[string]string{"repo": repo}})
+	create := func(p string, inputs map[string]string) *backends.Sandbox {
+		sb, err := reg.Create(ctx, backends.Request{ID: backends.NewID(), Profile: profile(t, p), Host: h, Inputs: inputs})
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = reg.Destroy(context.Background(), h, sb.ID) })
-		ids = append(ids, sb.ID)
+		return sb
 	}
-	ws, err := reg.Create(ctx, backends.Request{ID: backends.NewID(), Profile: profile(t, "profile.workspace"), Host: h})
-	if err != nil {
-		t.Fatal(err)
+	var ids []string
+	for range 3 {
+		ids = append(ids, create("profile.compose-e2e", map[string]string{"repo": repo}).ID)
 	}
-	t.Cleanup(func() { _ = reg.Destroy(context.Background(), h, ws.ID) })
-	gone, err := reg.Create(ctx, backends.Request{ID: backends.NewID(), Profile: profile(t, "profile.workspace"), Host: h})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = reg.Destroy(context.Background(), h, gone.ID) })
+	ws, gone := create("profile.workspace", nil), create("profile.workspace", nil)
 	ids = append(ids, ws.ID, gone.ID)
 
 	// Out of band: one service of the second stack stopped, the last

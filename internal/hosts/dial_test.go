@@ -54,18 +54,6 @@ func echoServer(t *testing.T) string {
 	return ln.Addr().String()
 }
 
-// closedPort is a loopback address nothing listens on.
-func closedPort(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	_ = ln.Close() // only its number was wanted
-	return addr
-}
-
 func testForward(t *testing.T, h *hosts.Host, target string) {
 	fwd, err := hosts.NewForward("127.0.0.1:0", func(ctx context.Context) (net.Conn, error) { return h.Dial(ctx, "tcp", target) }, nil)
 	if err != nil {
@@ -98,16 +86,20 @@ func TestForwardLocal(t *testing.T) {
 // channel on the one pooled connection (sshd connects to the echo server,
 // which is on the same machine).
 func TestForwardOverSSH(t *testing.T) {
-	h := testharness.SSHHost(t)
-	testForward(t, h, echoServer(t))
+	testForward(t, testharness.SSHHost(t), echoServer(t))
 }
 
 // A connection the far end refuses: the host says so, naming the address.
 func TestDialRefused(t *testing.T) {
 	for name, h := range map[string]*hosts.Host{"local": testharness.LocalHost(t), "ssh": testharness.SSHHost(t)} {
 		t.Run(name, func(t *testing.T) {
-			addr := closedPort(t)
-			_, err := h.Dial(context.Background(), "tcp", addr)
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			addr := ln.Addr().String()
+			_ = ln.Close() // a loopback address nothing listens on
+			_, err = h.Dial(context.Background(), "tcp", addr)
 			t.Log(err)
 			if err == nil || !strings.Contains(err.Error(), addr) || !strings.Contains(strings.ToLower(err.Error()), "refused") {
 				t.Fatalf("got %v, want a refusal naming %s", err, addr)
