@@ -139,8 +139,7 @@ func inlineWrite(path string, data []byte, mode os.FileMode) string {
 			format.WriteByte(c)
 		}
 	}
-	return fmt.Sprintf(`set -e; umask 077; mkdir -p -- "$(dirname -- %[1]s)"; t=%[2]s.$$; trap 'rm -f -- "$t"' EXIT; printf %[4]s > "$t"; chmod %[3]o "$t"; mv -f -- "$t" %[1]s; trap - EXIT`,
-		Quote(path), Quote(path+".tmp"), mode.Perm(), Quote(format.String()))
+	return writeScript(path, "printf "+Quote(format.String()), mode)
 }
 
 // fileWriterOf finds the FileWriter behind t. A *Host embeds its transport,
@@ -161,10 +160,13 @@ func fileWriterOf(t Transport) (FileWriter, bool) {
 // beside path (created 0600 under umask 077, so its content is never
 // readable by others), chmod, then `mv` over path.
 func uploadShell(ctx context.Context, t Transport, path string, r io.Reader, mode os.FileMode) error {
-	tmp := path + ".tmp"
-	script := fmt.Sprintf(`set -e; umask 077; mkdir -p -- "$(dirname -- %[1]s)"; t=%[2]s.$$; trap 'rm -f -- "$t"' EXIT; cat > "$t"; chmod %[3]o "$t"; mv -f -- "$t" %[1]s; trap - EXIT`,
-		Quote(path), Quote(tmp), mode.Perm())
-	return t.Run(ctx, script, r, nil)
+	return t.Run(ctx, writeScript(path, "cat", mode), r, nil)
+}
+
+// writeScript replaces path with what fill prints, as uploadShell says.
+func writeScript(path, fill string, mode os.FileMode) string {
+	return fmt.Sprintf(`set -e; umask 077; mkdir -p -- "$(dirname -- %[1]s)"; t=%[2]s.$$; trap 'rm -f -- "$t"' EXIT; %[4]s > "$t"; chmod %[3]o "$t"; mv -f -- "$t" %[1]s; trap - EXIT`,
+		Quote(path), Quote(path+".tmp"), mode.Perm(), fill)
 }
 
 // existsExit is the exit code of MakeDir's script when dir exists.

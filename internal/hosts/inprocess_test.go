@@ -406,25 +406,36 @@ func TestConnectThroughABastionHasOneDeadline(t *testing.T) {
 	}
 }
 
-// A command in a session of its own (here: a host without shells) that
-// outlives its caller's context is killed on the host, with what it started.
-func TestInProcessSessionCommandKilledAtItsDeadline(t *testing.T) {
-	tr := startInProcessServer(t, nil).transport(t, 2)
-	tr.noShells.Store(true)
-	pidFile := filepath.Join(t.TempDir(), "pid")
-	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
-	defer cancel()
-	if err := tr.Run(ctx, "sleep 6019 & echo $! > "+Quote(pidFile)+"; wait", nil, nil); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("Run: %v", err)
-	}
-	pid, _ := os.ReadFile(pidFile)
-	for deadline := time.Now().Add(10 * time.Second); exec.Command("kill", "-0", strings.TrimSpace(string(pid))).Run() == nil; {
-		if time.Now().After(deadline) {
-			t.Fatalf("the command's child %s still runs", pid)
+// A command whose caller gives up, in a shell or in a session of its own
+// (a host without shells), ends at once, its output cut, and is killed on
+// the host with what it started; the next command runs, in a new shell.
+func TestInProcessCommandKilledWhenItsCallerGivesUp(t *testing.T) {
+	for _, shells := range []bool{true, false} {
+		tr := startInProcessServer(t, nil).transport(t, 2)
+		tr.noShells.Store(!shells)
+		pids := filepath.Join(t.TempDir(), "pids")
+		ctx, cancel := context.WithCancel(context.Background())
+		var out bytes.Buffer
+		errc := make(chan error, 1)
+		go func() { errc <- tr.Run(ctx, "sleep 6019 & echo $$ $! > "+Quote(pids)+"; wait; echo never", nil, &out) }()
+		var procs []string
+		for deadline := time.Now().Add(10 * time.Second); len(procs) < 2; time.Sleep(10 * time.Millisecond) { // polling for the file
+			if data, _ := os.ReadFile(pids); bytes.HasSuffix(data, []byte("\n")) {
+				procs = strings.Fields(string(data))
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the command did not start")
+			}
 		}
-		time.Sleep(20 * time.Millisecond) // polling for the reaper
-	}
-	if out, err := Output(context.Background(), tr, "echo fine"); err != nil || string(out) != "fine\n" {
-		t.Fatalf("a command after: %q %v", out, err)
+		cancel()
+		if err := <-errc; !errors.Is(err, context.Canceled) || out.Len() > 0 {
+			t.Fatalf("shells %v: %v, output %q; want context.Canceled and no output", shells, err, out.String())
+		}
+		for _, pid := range procs {
+			waitGone(t, pid)
+		}
+		if got, err := Output(context.Background(), tr, "echo next"); err != nil || string(got) != "next\n" || shells && tr.shellsStarted.Load() != 2 {
+			t.Fatalf("shells %v: then %q, %v, after %d shells; want a new shell", shells, got, err, tr.shellsStarted.Load())
+		}
 	}
 }

@@ -6,9 +6,7 @@ import (
 	"errors"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 )
@@ -68,10 +66,5 @@ func TestLocalCancelKillsTheCommandsGroup(t *testing.T) {
 		t.Fatalf("Run: %v", err)
 	}
 	pid, _ := os.ReadFile(pidFile)
-	for deadline := time.Now().Add(10 * time.Second); exec.Command("kill", "-0", strings.TrimSpace(string(pid))).Run() == nil; {
-		if time.Now().After(deadline) {
-			t.Fatalf("the command's child %s still runs", pid)
-		}
-		time.Sleep(20 * time.Millisecond) // polling for the reaper
-	}
+	waitGone(t, string(pid))
 }

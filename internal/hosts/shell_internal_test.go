@@ -148,10 +148,16 @@ func TestShellScriptKillsOnInput(t *testing.T) {
 	if _, err := wait(); err == nil {
 		t.Fatal("the loop went on after input during a command")
 	}
-	// Killed, the child is gone once reaped (a zombie answers kill -0).
-	for deadline := time.Now().Add(10 * time.Second); exec.Command("kill", "-0", strings.TrimSpace(child)).Run() == nil; {
+	waitGone(t, child)
+}
+
+// waitGone fails unless process pid is gone within 10 s: killed, it is
+// gone once reaped (a zombie answers kill -0).
+func waitGone(t *testing.T, pid string) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); exec.Command("kill", "-0", strings.TrimSpace(pid)).Run() == nil; {
 		if time.Now().After(deadline) {
-			t.Fatalf("the command's child %s still runs", strings.TrimSpace(child))
+			t.Fatalf("process %s still runs", strings.TrimSpace(pid))
 		}
 		time.Sleep(20 * time.Millisecond) // polling for the reaper
 	}

@@ -90,62 +90,6 @@ func TestShellGivesWayToCommandsWithInput(t *testing.T) {
 	}
 }
 
-// A command cancelled in a shell ends with its context and is killed on
-// the host with what it started; the next command runs in a new shell.
-func TestShellCommandCancelled(t *testing.T) {
-	tr := newSSH(t, testharness.SSHConfig(t, "cancel", false))
-	if _, err := run(t, tr, "true"); err != nil {
-		t.Fatal(err)
-	}
-	pids := filepath.Join(t.TempDir(), "pids")
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	errc := make(chan error, 1)
-	var out bytes.Buffer
-	go func() {
-		errc <- tr.Run(ctx, "sleep 300 & echo $$ $! > "+hosts.Quote(pids)+"; wait; echo never", nil, &out)
-	}()
-	var procs []string
-	for deadline := time.Now().Add(10 * time.Second); len(procs) < 2; {
-		data, _ := os.ReadFile(pids)
-		if strings.HasSuffix(string(data), "\n") {
-			procs = strings.Fields(string(data))
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the command did not start")
-		}
-		time.Sleep(10 * time.Millisecond) // polling for the file
-	}
-	cancel()
-	start := time.Now()
-	if err := <-errc; !errors.Is(err, context.Canceled) {
-		t.Fatalf("a cancelled command: %v", err)
-	}
-	if took := time.Since(start); took > 10*time.Second {
-		t.Fatalf("the cancelled command returned after %s", took)
-	}
-	if strings.Contains(out.String(), "never") {
-		t.Fatalf("output %q", out.String())
-	}
-	// The command and its child are killed on the host once the session's
-	// end reaches it.
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		if _, err := run(t, tr, "! kill -0 "+procs[0]+" "+procs[1]+" 2>/dev/null"); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the cancelled command or its child (%v) still runs", procs)
-		}
-		time.Sleep(20 * time.Millisecond) // polling for the kill
-	}
-	if out, err := run(t, tr, "echo next"); err != nil || out != "next\n" {
-		t.Fatalf("after a cancelled command: %q, %v", out, err)
-	}
-	if n := hosts.ShellsStarted(tr); n != 2 {
-		t.Fatalf("%d shells, want 2 (the one killed, a new one)", n)
-	}
-}
-
 // Many commands at once share the shells the session cap allows: a command
 // waits for an idle shell instead of replacing one, and commands with
 // input still get their sessions.
@@ -162,7 +106,7 @@ func TestShellsSharedUnderLoad(t *testing.T) {
 // An idle shell that died (killed on the host) does not fail the next
 // command: it had not taken it, so it runs elsewhere, once.
 func TestShellDeadWhileIdle(t *testing.T) {
-	tr := newSSH(t, testharness.SSHConfig(t, "dead", false))
+	tr := hosts.InProcessSSH(t, 0)
 	// The shell's process group: its loop and the command's pipeline.
 	group, err := run(t, tr, "ps -o pgid= -p $$")
 	if err != nil {
