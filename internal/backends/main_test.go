@@ -11,8 +11,5 @@ import (
 // as the provider binary does in production.
 func TestMain(m *testing.M) {
 	agent.RunIfRequested()
-	if os.Getenv(abandonedCreateEnv) != "" {
-		runAbandonedCreate()
-	}
 	os.Exit(m.Run())
 }

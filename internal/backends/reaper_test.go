@@ -179,7 +179,7 @@ func TestHostileRootDirectory(t *testing.T) {
 	if _, err := os.Stat(script); err != nil {
 		t.Fatalf("the reaper is not installed: %v", err)
 	}
-	waitPastExpiry(t, expiring)
+	waitPastExpiry(expiring)
 	// Run as cron would: the command of the root's crontab line.
 	tab, err := hosts.Output(ctx, h, "crontab -l")
 	if err != nil {
