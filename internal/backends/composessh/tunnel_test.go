@@ -91,6 +91,8 @@ func TestTunnelHundredConnections(t *testing.T) {
 }
 
 // Each way a tunnel cannot open says why, in words naming what to change.
+// (An sshd refusing forwarding: TestAccTunnel_forwardingRefused, and
+// hosts' TestDialForwardingProhibited for the words.)
 func TestTunnelDiagnostics(t *testing.T) {
 	testharness.RequireDocker(t)
 	h := testharness.SSHHost(t)
@@ -131,20 +133,6 @@ func TestTunnelDiagnostics(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantIn(open(h, sb.ID, "echo", echoPort, port), "unable to listen on 127.0.0.1:"+strconv.Itoa(port), "address already in use")
-
-	// The same host (its root directory) through an sshd that refuses
-	// forwarding: the refusal is named, and no probe error hides it.
-	sshd := testharness.StartPrivateSSHD(t, "AllowTcpForwarding no")
-	tr, err := hosts.NewSSH(sshd.SSHConfig("no-forwarding"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = tr.Close() })
-	err = open(&hosts.Host{Transport: tr, RootDir: h.RootDir}, sb.ID, "echo", echoPort, 0)
-	if !errors.Is(err, hosts.ErrForwardingRefused) {
-		t.Errorf("got %v, want ErrForwardingRefused", err)
-	}
-	wantIn(err, "AllowTcpForwarding yes", "administratively prohibited")
 
 	// A stopped service, then one whose container is gone.
 	idle := `$(docker ps -aq --filter label=com.docker.compose.project=` + sb.ComposeProject + ` --filter label=com.docker.compose.service=idle)`
