@@ -194,7 +194,7 @@ type PrivateSSHD struct {
 
 // SFTPSubsystem is the sshd_config line serving sftp, as up.sh writes it.
 // A private sshd has it unless a line of the caller's names a Subsystem.
-const SFTPSubsystem = "Subsystem sftp internal-sftp"
+const SFTPSubsystem = "Subsystem sftp /usr/lib/openssh/sftp-server"
 
 // WithoutSFTP, among a private sshd's lines, leaves the sftp subsystem out
 // (sshd reads it as a comment).
