@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/list"
 	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-go/tftypes"
 
@@ -132,4 +133,19 @@ func nullTimeouts(ctx context.Context, req list.ListRequest, diags *diag.Diagnos
 	}
 	tv, _ := v.(timeouts.Value)
 	return tv
+}
+
+// listBase is what every list resource has the same: its type name (after
+// the provider's) and the provider's data.
+type listBase struct {
+	name string
+	data *providerData
+}
+
+func (l *listBase) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
+	resp.TypeName = req.ProviderTypeName + l.name
+}
+
+func (l *listBase) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
+	l.data = providerDataFrom(req.ProviderData, &resp.Diagnostics)
 }

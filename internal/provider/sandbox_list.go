@@ -7,7 +7,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/list"
-	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/backends"
@@ -17,20 +16,14 @@ import (
 var _ list.ListResourceWithConfigure = &SandboxListResource{}
 
 // NewSandboxListResource is the sandboxer_sandbox list resource constructor.
-func NewSandboxListResource() list.ListResource { return &SandboxListResource{} }
+func NewSandboxListResource() list.ListResource {
+	return &SandboxListResource{listBase{name: "_sandbox"}}
+}
 
 // SandboxListResource lists sandboxer_sandbox instances: the records of
 // the hosts, from the host view (list.go).
 type SandboxListResource struct {
-	data *providerData
-}
-
-func (l *SandboxListResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
-	resp.TypeName = req.ProviderTypeName + "_sandbox"
-}
-
-func (l *SandboxListResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
-	l.data = providerDataFrom(req.ProviderData, &resp.Diagnostics)
+	listBase
 }
 
 func (l *SandboxListResource) List(ctx context.Context, req list.ListRequest, stream *list.ListResultsStream) {

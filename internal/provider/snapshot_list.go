@@ -7,7 +7,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/list"
-	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/backends"
@@ -18,20 +17,14 @@ import (
 var _ list.ListResourceWithConfigure = &SnapshotListResource{}
 
 // NewSnapshotListResource is the sandboxer_snapshot list resource constructor.
-func NewSnapshotListResource() list.ListResource { return &SnapshotListResource{} }
+func NewSnapshotListResource() list.ListResource {
+	return &SnapshotListResource{listBase{name: "_snapshot"}}
+}
 
 // SnapshotListResource lists sandboxer_snapshot instances: the manifests
 // of the hosts' stores (list.go).
 type SnapshotListResource struct {
-	data *providerData
-}
-
-func (l *SnapshotListResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
-	resp.TypeName = req.ProviderTypeName + "_snapshot"
-}
-
-func (l *SnapshotListResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
-	l.data = providerDataFrom(req.ProviderData, &resp.Diagnostics)
+	listBase
 }
 
 func (l *SnapshotListResource) List(ctx context.Context, req list.ListRequest, stream *list.ListResultsStream) {
