@@ -44,6 +44,10 @@ echo "== lint: actionlint (.github/workflows)"
 echo "== unit and backend tests (compose: $(docker compose version --short))"
 go test -p 1 -count=1 ./...
 
+echo "== the transport and the per-host helper under the race detector"
+go test -race -count=1 ./internal/hosts/
+go test -race -count=1 -run 'Flight|Create' ./internal/backends/
+
 echo "== fuzz targets, briefly (seeded; scripts/fuzz.sh)"
 FUZZTIME=10s bash scripts/fuzz.sh
 
