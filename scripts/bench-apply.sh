@@ -17,6 +17,8 @@
 #        through the one with it                                 goal <= 1.1x
 #   3. `terraform plan` (refresh) of M sandboxes + M snapshots (default 50)
 #        vs 1 + 1                                                goal <= 2x
+#  3b. the same of L sandboxes + L snapshots (default 200), to show how
+#        the cost grows with size                                goal <= 3x
 #   4. SSH handshakes of the apply of N and of the plan of M     goal 1 each
 #  4b. `terraform apply` of N copies of a stack with a fixed container_name
 #        and a fixed host port (each rendered: free port, scoped name)
@@ -78,7 +80,7 @@
 # goal is missed. Results and method: docs/benchmarks.md.
 #
 #   bash scripts/bench-apply.sh
-#   SANDBOXER_BENCH_N=4 SANDBOXER_BENCH_M=10 SANDBOXER_BENCH_RUNS=1 bash scripts/bench-apply.sh   # quick
+#   SANDBOXER_BENCH_N=4 SANDBOXER_BENCH_M=10 SANDBOXER_BENCH_L=20 SANDBOXER_BENCH_RUNS=1 bash scripts/bench-apply.sh   # quick
 #   SANDBOXER_BENCH_ROWS=sshd bash scripts/bench-apply.sh         # rows 1, 2, 2b and 4, both sshds
 #   SANDBOXER_BENCH_ROWS=checkpoint bash scripts/bench-apply.sh   # rows 5-8 only
 #   SANDBOXER_BENCH_ROWS=restic bash scripts/bench-apply.sh       # rows 15-22 only
@@ -87,9 +89,9 @@
 #
 # Settings: SANDBOXER_BENCH_ROWS (a comma-separated list of: apply = 1, 2, 4
 # and 4b through the sshd with sftp-server; sshd = 1, 2 and 4 through both
-# sshds, and 2b; plan = 3 and 4; checkpoint = 5-8; checkpoint-restic =
+# sshds, and 2b; plan = 3, 3b and 4; checkpoint = 5-8; checkpoint-restic =
 # 15-18; volume = 9-12; volume-restic = 19-22; restic = 15-22; tunnel =
-# 13-14; default all), SANDBOXER_BENCH_N, _M, _RUNS, SANDBOXER_BENCH_CK_FILES,
+# 13-14; default all), SANDBOXER_BENCH_N, _M, _L, _RUNS, SANDBOXER_BENCH_CK_FILES,
 # _CK_MIB, _VOL_FILES, _VOL_MIB, _TUN_MIB, _TUN_CONNS, SANDBOXER_BENCH_COMPOSE
 # (the compose command on every side; default `docker compose`, v2, as on
 # users' hosts), SANDBOXER_BENCH_SSH_PORT (the benchmark's sshd with
@@ -108,6 +110,7 @@ set -euo pipefail
 
 N="${SANDBOXER_BENCH_N:-10}"
 M="${SANDBOXER_BENCH_M:-50}"
+L="${SANDBOXER_BENCH_L:-200}"
 RUNS="${SANDBOXER_BENCH_RUNS:-3}"
 COMPOSE="${SANDBOXER_BENCH_COMPOSE:-docker compose}"
 PORT="${SANDBOXER_BENCH_SSH_PORT:-2298}"
@@ -263,25 +266,31 @@ for c in "${configs[@]}"; do medians "t_prov_$c" "t_re_$c" "t_floor_$c"; done
 if want apply; then medians t_ports; fi
 fi
 
-# ---------------------------------------------------------------- 3, 4: plan of M + M
+# ---------------------------------------------------------------- 3, 3b, 4: plan of M + M and of L + L
+# One 1 + 1 configuration is the baseline of both sizes: its plans run
+# beside each size's, and all of them count in its median.
 if want plan; then
-log "plan (refresh) of $M sandboxes + $M snapshots vs 1 + 1"
-planM="$(work plan-m provider)" plan1="$(work plan-1 provider)"
+log "plan (refresh) of $M and of $L sandboxes + as many snapshots vs 1 + 1"
+plan1="$(work plan-1 provider)"
 common_m=("${common[@]}" -var "snapshots=true")
-tf "$planM" apply -auto-approve -parallelism=20 "${common_m[@]}" -var "n=$M"
 tf "$plan1" apply -auto-approve "${common_m[@]}" -var "n=1"
-fresh t_planM t_plan1
-for run in $(seq 1 "$RUNS"); do
-	h0="$(bench_handshakes sftp-server)"
-	timed tf "$planM" plan -detailed-exitcode "${common_m[@]}" -var "n=$M" >>"$state/t_planM"
-	h_plan=$(($(bench_handshakes sftp-server) - h0))
-	timed tf "$plan1" plan -detailed-exitcode "${common_m[@]}" -var "n=1" >>"$state/t_plan1"
+fresh t_plan1 "t_plan_$M" "t_plan_$L"
+for size in "$M" "$L"; do
+	planM="$(work "plan-$size" provider)"
+	tf "$planM" apply -auto-approve -parallelism=20 "${common_m[@]}" -var "n=$size"
+	for run in $(seq 1 "$RUNS"); do
+		h0="$(bench_handshakes sftp-server)"
+		timed tf "$planM" plan -detailed-exitcode "${common_m[@]}" -var "n=$size" >>"$state/t_plan_$size"
+		[ "$size" != "$M" ] || h_plan=$(($(bench_handshakes sftp-server) - h0))
+		timed tf "$plan1" plan -detailed-exitcode "${common_m[@]}" -var "n=1" >>"$state/t_plan1"
+	done
+	# Destroyed here, not on exit, so that it is not destroyed twice.
+	tf "$planM" destroy -auto-approve -parallelism=20 "${common_m[@]}" -var "n=$size"
+	planM=""
 done
-medians t_planM t_plan1
-# Destroyed here, not on exit, so planM/plan1 are not destroyed twice.
-tf "$planM" destroy -auto-approve -parallelism=20 "${common_m[@]}" -var "n=$M"
+medians t_plan1 "t_plan_$M" "t_plan_$L"
 tf "$plan1" destroy -auto-approve "${common_m[@]}" -var "n=1"
-planM="" plan1=""
+plan1=""
 fi
 
 # ---------------------------------------------------------------- 5-8, 15-18: checkpoints
@@ -600,7 +609,8 @@ if want sshd; then
 fi
 BENCH_SSHD="sftp-server"
 if want plan; then
-	row "plan of $M sandboxes + $M snapshots vs 1 + 1" "${med[t_planM]}" "${med[t_plan1]}" 2
+	row "plan of $M sandboxes + $M snapshots vs 1 + 1" "${med[t_plan_$M]}" "${med[t_plan1]}" 2
+	row "plan of $L sandboxes + $L snapshots vs 1 + 1" "${med[t_plan_$L]}" "${med[t_plan1]}" 3
 	count "SSH handshakes, plan of $M + $M" "$h_plan" 1
 fi
 if want checkpoint-restic; then

@@ -140,9 +140,17 @@ output "web" {
 						t.Fatalf("docker stop: %v %s", err, out)
 					}
 					// The old host port held here: the engine must pick another.
-					l, err := net.Listen("tcp", ":"+strings.TrimPrefix(web[0], "127.0.0.1:"))
-					if err != nil {
-						t.Fatal(err)
+					// docker-proxy lets go of it a moment after the stop.
+					var l net.Listener
+					for deadline := time.Now().Add(10 * time.Second); ; {
+						var err error
+						if l, err = net.Listen("tcp", ":"+strings.TrimPrefix(web[0], "127.0.0.1:")); err == nil {
+							break
+						}
+						if time.Now().After(deadline) {
+							t.Fatal(err)
+						}
+						time.Sleep(50 * time.Millisecond) // polling for the engine's proxy to close the port
 					}
 					t.Cleanup(func() { _ = l.Close() })
 					if out, err := exec.Command("docker", "start", c).CombinedOutput(); err != nil {
