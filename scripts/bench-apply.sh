@@ -166,16 +166,50 @@ re="$(work remote-exec remote-exec)"
 (cd "$re" && "$TERRAFORM" init -no-color >/dev/null) || die "terraform init of the remote-exec configuration failed"
 
 all_snapshots=(-var 'snapshots=["warm","full","inc"]' -var restore=inc)
+
+# Deletions: on this machine's disk (ext4 without a journal) every file
+# created within a minute or so of many files being deleted costs a scan
+# of those deleted inodes in the kernel, under its directory's lock (see
+# docs/benchmarks.md, "Deletions and this disk"). A side that creates many
+# files (a store of one object per file) pays for it, one that creates a
+# few (restic's packs) does not, so nothing is deleted between timed steps:
+# every run of the checkpoint and volume rows keeps its sandboxes (each run
+# in a Terraform workspace of its own), stores, repositories and restored
+# trees until the last run is measured; finish_runs then removes them.
+kept_runs=() # "checkpoint RUN" or "volume RUN"
+run_workspace() { # $1 = directory, $2 = run: that run's Terraform workspace selected
+	"$TERRAFORM" -chdir="$1" workspace select -or-create "run-$2" >/dev/null
+}
+finish_runs() {
+	local k kind run
+	for k in "${kept_runs[@]}"; do
+		read -r kind run <<<"$k"
+		case "$kind" in
+		checkpoint)
+			run_workspace "$ck" "$run"
+			tf "$ck" destroy -auto-approve "${ssh_vars[@]}" -var "root_dir=$DEVPROVIDER_TMP/ck-root-$run" "${all_snapshots[@]}"
+			rm -rf "$state/x-$run" "$state/rx-$run" "$state/restic-$run" "$state/restic-cache-$run"
+			;;
+		volume)
+			run_workspace "$vol" "$run"
+			tf "$vol" destroy -auto-approve "${ssh_vars[@]}" -var "root_dir=$DEVPROVIDER_TMP/vol-root-$run" -var "repo=$vrepo" \
+				-var "compose_command=$COMPOSE" "${all_snapshots[@]}"
+			docker volume rm -f "bench-tarx-$run" "bench-tarxz-$run" "bench-restic-x-$run" >/dev/null
+			rm -rf "$state/vrestic-$run"
+			;;
+		esac
+	done
+	kept_runs=()
+	rm -rf "${vdata:-}"
+}
 # shellcheck disable=SC2317 # run on exit
 cleanup_all() {
 	tf "$prov" destroy -auto-approve "${common[@]}" -var "n=$N" || true
 	tf "$re" destroy -auto-approve "${re_vars[@]}" -var "n=$N" || true
 	for d in "${planM:-}" "${plan1:-}"; do [ -z "$d" ] || tf "$d" destroy -auto-approve -parallelism=20 "${common[@]}" || true; done
-	[ -z "${vol:-}" ] || [ -z "${v_vars+x}" ] || tf "$vol" destroy -auto-approve "${v_vars[@]}" "${all_snapshots[@]}" || true
-	[ -z "${ck:-}" ] || [ -z "${ck_vars+x}" ] || tf "$ck" destroy -auto-approve "${ck_vars[@]}" "${all_snapshots[@]}" || true
+	finish_runs || true
 	[ -z "${tun:-}" ] || [ -z "${tun_vars+x}" ] || tf "$tun" destroy -auto-approve "${tun_vars[@]}" -var measure_script= -var run=destroy || true
 	floor_down || true
-	docker volume rm -f bench-tarx bench-tarxz bench-restic-x >/dev/null 2>&1 || true
 }
 devprovider_on_exit cleanup_all
 
@@ -328,6 +362,8 @@ ck_files=(t_full t_inc t_restore w_full w_inc w_restore t_tarx t_gz s_store s_gz
 fresh "${ck_files[@]}"
 for run in $(seq 1 "$RUNS"); do
 	ckroot="$(devprovider_tmpdir "ck-root-$run")"
+	run_workspace "$ck" "$run"
+	kept_runs+=("checkpoint $run")
 	ck_vars=("${ssh_vars[@]}" -var "root_dir=$ckroot")
 	tf "$ck" apply -auto-approve "${ck_vars[@]}" -var 'snapshots=["warm"]'
 	ws="$("$TERRAFORM" -chdir="$ck" output -raw workspace)"
@@ -360,24 +396,23 @@ for run in $(seq 1 "$RUNS"); do
 	fi
 	# The restore and its baselines side by side, in turns first: what a
 	# file creation costs on ext4 depends on how many files were deleted in
-	# the last minutes (see docs/benchmarks.md, "Restores and this disk"),
+	# the last minutes (see docs/benchmarks.md, "Deletions and this disk"),
 	# and every side must meet the same deletions (none is deleted before
 	# the run's end).
 	restore_baselines() {
 		if want checkpoint; then
-			mkdir "$state/x" && sync
-			timed tar -C "$state/x" -xf "$state/ws.tar" >>"$state/t_tarx"
+			mkdir "$state/x-$run" && sync
+			timed tar -C "$state/x-$run" -xf "$state/ws.tar" >>"$state/t_tarx"
 		fi
 		if want checkpoint-restic; then
 			sync
-			timed restic_host restore latest --target "$state/rx" >>"$state/r_restore"
+			timed restic_host restore latest --target "$state/rx-$run" >>"$state/r_restore"
 		fi
 	}
 	[ $((run % 2)) = 0 ] || restore_baselines
 	applied t_restore w_restore "$ck" "${ck_vars[@]}" "${all_snapshots[@]}"
 	[ $((run % 2)) = 1 ] || restore_baselines
-	rm -rf "$state/x" "$state/rx" "$state/ws.tar" "$state/restic-$run" "$state/restic-cache-$run"
-	tf "$ck" destroy -auto-approve "${ck_vars[@]}" "${all_snapshots[@]}"
+	rm -f "$state/ws.tar"
 	msg="full $(last w_full) s ($(last t_full) s above plan), incremental $(last w_inc) s ($(last t_inc) s), restore $(last w_restore) s ($(last t_restore) s); store $(last s_store) B after the full"
 	if want checkpoint; then msg="$msg; tar -c | gzip -1 $(last t_gz) s ($(last s_gz) B), tar -x $(last t_tarx) s"; fi
 	if want checkpoint-restic; then msg="$msg; restic backup $(last r_full) s, again $(last r_inc) s, restore $(last r_restore) s; after both: store $(last s_both) B, restic $(last s_restic) B"; fi
@@ -414,7 +449,7 @@ mkdir -p "$vdata/random" "$vdata/text"
 head -c $((VOL_MIB * 524288)) /dev/urandom | (cd "$vdata/random" && split -b "$vper_file" -a 5 - r)
 { seq -f 'line %.0f of the sandboxer volume benchmark, compressible text' 1 100000000 2>/dev/null || true; } |
 	head -c $((VOL_MIB * 524288)) | (cd "$vdata/text" && split -b "$vper_file" -a 5 - t)
-tar -C "$vdata" -cf "$state/vol.tar" . && rm -rf "$vdata"
+tar -C "$vdata" -cf "$state/vol.tar" . # $vdata is kept until finish_runs (see "Deletions")
 in_volume() { # $1 = volume, then a shell command run on it (stdin passed on)
 	local v="$1"
 	shift
@@ -450,6 +485,8 @@ v_files=(v_full v_inc v_restore vw_full vw_inc vw_restore v_gz v_tarxz v_tarx v_
 fresh "${v_files[@]}"
 for run in $(seq 1 "$RUNS"); do
 	vroot="$(devprovider_tmpdir "vol-root-$run")"
+	run_workspace "$vol" "$run"
+	kept_runs+=("volume $run")
 	v_vars=("${ssh_vars[@]}" -var "root_dir=$vroot" -var "repo=$vrepo" -var "compose_command=$COMPOSE")
 	tf "$vol" apply -auto-approve "${v_vars[@]}" -var 'snapshots=["warm"]'
 	volume="$("$TERRAFORM" -chdir="$vol" output -raw project)_data"
@@ -458,9 +495,8 @@ for run in $(seq 1 "$RUNS"); do
 	if want volume; then
 		timed sh -c 'docker run --rm --network none -v "$1:/v" "$2" tar -c -C /v . | gzip -1 >"$3"' sh "$volume" "$SANDBOXER_TEST_IMAGE" "$state/vol.tar.gz" >>"$state/v_gz"
 		# For comparison only: an uncompressed tar of the same data into a fresh volume.
-		docker volume create bench-tarx >/dev/null && sync
-		timed sh -c 'docker run --rm -i --network none -v bench-tarx:/v "$1" tar -x -C /v <"$2"' sh "$SANDBOXER_TEST_IMAGE" "$state/vol.tar" >>"$state/v_tarx"
-		docker volume rm bench-tarx >/dev/null
+		docker volume create "bench-tarx-$run" >/dev/null && sync
+		timed sh -c 'docker run --rm -i --network none -v "$1:/v" "$2" tar -x -C /v <"$3"' sh "bench-tarx-$run" "$SANDBOXER_TEST_IMAGE" "$state/vol.tar" >>"$state/v_tarx"
 	fi
 	if want volume-restic; then
 		mkdir -p "$state/vrestic-$run"
@@ -488,20 +524,18 @@ for run in $(seq 1 "$RUNS"); do
 	# the workspace restore above).
 	vol_restore_baselines() {
 		if want volume; then
-			docker volume create bench-tarxz >/dev/null && sync
-			timed sh -c 'gzip -dc "$2" | docker run --rm -i --network none -v bench-tarxz:/v "$1" tar -x -C /v' sh "$SANDBOXER_TEST_IMAGE" "$state/vol.tar.gz" >>"$state/v_tarxz"
+			docker volume create "bench-tarxz-$run" >/dev/null && sync
+			timed sh -c 'gzip -dc "$3" | docker run --rm -i --network none -v "$1:/v" "$2" tar -x -C /v' sh "bench-tarxz-$run" "$SANDBOXER_TEST_IMAGE" "$state/vol.tar.gz" >>"$state/v_tarxz"
 		fi
 		if want volume-restic; then
-			docker volume create bench-restic-x >/dev/null && sync
-			timed restic_volume bench-restic-x rw restore latest --target / >>"$state/vr_restore"
+			docker volume create "bench-restic-x-$run" >/dev/null && sync
+			timed restic_volume "bench-restic-x-$run" rw restore latest --target / >>"$state/vr_restore"
 		fi
 	}
 	[ $((run % 2)) = 0 ] || vol_restore_baselines
 	applied v_restore vw_restore "$vol" "${v_vars[@]}" "${all_snapshots[@]}"
 	[ $((run % 2)) = 1 ] || vol_restore_baselines
-	docker volume rm -f bench-tarxz bench-restic-x >/dev/null
-	rm -rf "$state/vol.tar.gz" "$state/vrestic-$run"
-	tf "$vol" destroy -auto-approve "${v_vars[@]}" "${all_snapshots[@]}"
+	rm -f "$state/vol.tar.gz"
 	msg="volume full $(last vw_full) s ($(last v_full) s above plan), incremental $(last vw_inc) s ($(last v_inc) s; $(last v_stored) B stored of $(last v_changed) B changed), restore $(last vw_restore) s ($(last v_restore) s)"
 	if want volume; then msg="$msg; docker run tar | gzip -1 $(last v_gz) s, gzip -dc | tar -x $(last v_tarxz) s, tar -x (uncompressed) $(last v_tarx) s"; fi
 	if want volume-restic; then msg="$msg; restic backup $(last vr_full) s, again $(last vr_inc) s, restore $(last vr_restore) s; after both: store $(last v_store) B, restic $(last vr_size) B"; fi
@@ -588,6 +622,8 @@ tun=""
 ms() { awk -v s="$1" 'BEGIN {printf "%.2f", s * 1000}'; }
 mibps() { awk -v s="$1" -v m="$TUN_MIB" 'BEGIN {printf "%.0f", m / s}'; }
 fi
+
+finish_runs
 
 # ---------------------------------------------------------------- report
 mib() { awk -v b="$1" 'BEGIN {printf "%.1f", b / 1048576}'; }

@@ -2,8 +2,10 @@ package checkpoint
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -214,10 +216,14 @@ const racyWindow = 2 * time.Second
 // worker, nothing after it begun) instead of guessing with sleeps.
 var TestHookBeforeStore func(rel string)
 
-// storeFile copies src into a temp object (compressed when it compresses:
-// objects.go) while hashing it, then names the object by its digest (or
-// drops the copy when the store already has it). It returns the bytes newly
-// added to the store, as stored on disk.
+// storeFile stores the content of the file at src and sets e's digest and
+// size. A file that fits in the copy buffer is read whole first and goes
+// through storeSmall: most files of a tree are small, and for them one
+// create in the object's own directory is the whole cost on the host. A
+// larger one is copied into a temp object (compressed when it compresses:
+// objects.go) while hashing it, then named by its digest (or the copy
+// dropped when the store already has it). It returns the bytes newly added
+// to the store, as stored on disk.
 func (s *Store) storeFile(src string, e *Entry) (int64, error) {
 	if TestHookBeforeStore != nil {
 		TestHookBeforeStore(e.Path)
@@ -227,11 +233,24 @@ func (s *Store) storeFile(src string, e *Entry) (int64, error) {
 		return 0, fmt.Errorf("unable to read %s: %w", e.Path, err)
 	}
 	defer func() { _ = in.Close() }() // only read
+	bp := copyBuffer()
+	defer copyBuffers.Put(bp)
+	head, err := io.ReadFull(in, *bp)
+	switch {
+	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF): // all of it
+		n, err := s.storeSmall((*bp)[:head], e)
+		if err != nil {
+			return 0, fmt.Errorf("unable to store %s: %w", e.Path, err)
+		}
+		return n, nil
+	case err != nil:
+		return 0, fmt.Errorf("unable to read %s: %w", e.Path, err)
+	}
 	tmp, err := s.tempFile()
 	if err != nil {
 		return 0, err
 	}
-	digest, size, compressed, err := writeObject(tmp, in)
+	digest, size, compressed, err := writeObject(tmp, io.MultiReader(bytes.NewReader((*bp)[:head]), in))
 	var stored int64
 	if err == nil {
 		var st os.FileInfo

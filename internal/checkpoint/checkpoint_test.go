@@ -291,16 +291,29 @@ func TestDeleteFreesOnlyUnsharedObjects(t *testing.T) {
 	capture(t, s, ws, "snap1", nil)
 	must(t, os.Remove(filepath.Join(ws, "only1.txt")))
 	capture(t, s, ws, "snap2", nil)
-	// Debris of an interrupted capture: a temp object, an env without its manifest.
+	// Debris of an interrupted capture: a temp object in tmp/ and one in an
+	// object's directory, an env without its manifest.
 	must(t, os.WriteFile(filepath.Join(s.Dir, "tmp", "deadbeef"), []byte("half"), 0o600))
+	shards, _ := filepath.Glob(filepath.Join(s.Dir, "objects", "*"))
+	if len(shards) == 0 {
+		t.Fatal("no object directory")
+	}
+	inShard := filepath.Join(shards[0], objectTempPrefix+"0123456789abcdef")
+	must(t, os.WriteFile(inShard, []byte("half"), 0o600))
 	must(t, os.WriteFile(filepath.Join(s.Dir, "snapshots", "orphan.env"), []byte("{}"), 0o600))
+	if err := VerifyObjects(s.Dir); err != nil {
+		t.Fatalf("an object being written is not an object: %v", err)
+	}
 
 	freed, err := s.Delete("snap1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if freed != int64(len("only in one")) {
+	if freed != int64(len("only in one")+len("half")) {
 		t.Fatalf("freed %d", freed)
+	}
+	if _, err := os.Stat(inShard); err == nil {
+		t.Fatal("gc left a temp object in an object directory")
 	}
 	if _, err := s.Restore("snap2", t.TempDir(), RestoreOptions{Files: true}); err != nil {
 		t.Fatalf("remaining snapshot broken after delete: %v", err)

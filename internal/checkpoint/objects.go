@@ -140,11 +140,7 @@ func writeObject(dst io.Writer, src io.Reader) (digest string, size int64, compr
 	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
 		return "", 0, false, err
 	}
-	var sample []byte
-	if head > 0 {
-		sample = sampler.EncodeAll(buf[:head], buf[compressSample:compressSample:len(buf)])
-	}
-	compressed = head > 0 && len(sample) <= head-head/8
+	compressed = compresses(buf[:head], buf[compressSample:compressSample])
 	w := dst
 	var enc *zstd.Encoder
 	if compressed {
@@ -178,6 +174,40 @@ func writeObject(dst io.Writer, src io.Reader) (digest string, size int64, compr
 	return hex.EncodeToString(h.Sum(nil)), n, compressed, nil
 }
 
+// compresses reports whether content whose first bytes are head is worth
+// compressing: head shrinks by at least an eighth at zstd's fastest level.
+// scratch (empty, with capacity) takes the compressed sample.
+func compresses(head, scratch []byte) bool {
+	if len(head) > compressSample {
+		head = head[:compressSample]
+	}
+	return len(head) > 0 && len(sampler.EncodeAll(head, scratch)) <= len(head)-len(head)/8
+}
+
+// storeSmall stores data, a whole file's content, and sets e's digest and
+// size. Content the store has costs no write at all; new content is written
+// under a temp name in its object's directory and renamed there, so that
+// parallel writers contend for no directory but their objects' (a rename
+// from tmp/ into objects/ locks the whole filesystem's renames). It returns
+// the bytes added to the store.
+func (s *Store) storeSmall(data []byte, e *Entry) (int64, error) {
+	sum := sha256.Sum256(data)
+	e.Digest, e.Size = hex.EncodeToString(sum[:]), int64(len(data))
+	if s.hasObject(e.Digest) {
+		return 0, nil
+	}
+	bp := copyBuffer()
+	defer copyBuffers.Put(bp)
+	body, final := data, s.objectPath(e.Digest)
+	if compresses(data, (*bp)[:0]) {
+		body, final = sampler.EncodeAll(data, (*bp)[:0]), s.compressedPath(e.Digest)
+	}
+	if err := s.writeObjectFile(final, body); err != nil {
+		return 0, err
+	}
+	return int64(len(body)), nil
+}
+
 // verifyObject checks that the object file at p (compressed or not) holds
 // the content named digest, reading it whole.
 func verifyObject(p string, compressed bool, digest string) error {
@@ -209,8 +239,8 @@ func verifyObject(p string, compressed bool, digest string) error {
 func VerifyObjects(dir string) error {
 	var bad []error
 	err := filepath.WalkDir(filepath.Join(dir, "objects"), func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
+		if err != nil || d.IsDir() || strings.HasPrefix(d.Name(), objectTempPrefix) {
+			return err // an object being written is not one yet
 		}
 		digest := objectDigest(filepath.Base(filepath.Dir(p)), d.Name())
 		if verr := verifyObject(p, strings.HasSuffix(d.Name(), compressedSuffix), digest); verr != nil {

@@ -113,18 +113,63 @@ func (s *Store) tempFile() (*os.File, error) {
 	return f, err
 }
 
+// objectTempPrefix starts the name of an object being written in its own
+// directory (storeSmall): never a digest, so never taken for an object, and
+// removed by the next garbage collection when a crash leaves it.
+const objectTempPrefix = ".tmp-"
+
+// writeObjectFile writes body as the object file final: under a temp name
+// in final's directory (created when missing), then renamed.
+func (s *Store) writeObjectFile(final string, body []byte) error {
+	dir := filepath.Dir(final)
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	tmp := filepath.Join(dir, objectTempPrefix+hex.EncodeToString(b))
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if errors.Is(err, fs.ErrNotExist) {
+		if err = s.makeObjectDir(dir); err == nil {
+			f, err = os.OpenFile(tmp, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	if s.Owner != nil {
+		err = f.Chown(s.Owner.UID, s.Owner.GID)
+	}
+	if err == nil {
+		_, err = f.Write(body)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, final)
+	}
+	if err != nil {
+		_ = os.Remove(tmp) // best effort: garbage collection removes what is left
+	}
+	return err
+}
+
+// makeObjectDir creates an object's directory, given to the store's owner.
+func (s *Store) makeObjectDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	if s.Owner != nil {
+		return os.Chown(dir, s.Owner.UID, s.Owner.GID)
+	}
+	return nil
+}
+
 // commit renames a finished temp file to its final name (an object's
 // directory made for it belongs to the store's owner too).
 func (s *Store) commit(tmp, final string) error {
 	dir := filepath.Dir(final)
 	if _, err := os.Stat(dir); err != nil {
-		if err := os.MkdirAll(dir, 0o700); err != nil {
+		if err := s.makeObjectDir(dir); err != nil {
 			return err
-		}
-		if s.Owner != nil {
-			if err := os.Chown(dir, s.Owner.UID, s.Owner.GID); err != nil {
-				return err
-			}
 		}
 	}
 	return os.Rename(tmp, final)
@@ -333,7 +378,7 @@ func (s *Store) gcLocked() (int64, error) {
 			return err
 		}
 		digest := objectDigest(filepath.Base(filepath.Dir(p)), d.Name())
-		if live[digest] {
+		if live[digest] { // never an object being written (objectTempPrefix): its name is no digest
 			return nil
 		}
 		if info, err := d.Info(); err == nil {
