@@ -86,6 +86,7 @@
 #   SANDBOXER_BENCH_ROWS=restic bash scripts/bench-apply.sh       # rows 15-22 only
 #   SANDBOXER_BENCH_ROWS=volume bash scripts/bench-apply.sh       # rows 9-12 only
 #   SANDBOXER_BENCH_ROWS=tunnel bash scripts/bench-apply.sh       # rows 13-14 only
+#   SANDBOXER_BENCH_USER=sandboxer-ci bash scripts/bench-apply.sh # as a user with a light login shell
 #
 # Settings: SANDBOXER_BENCH_ROWS (a comma-separated list of: apply = 1, 2, 4
 # and 4b through the sshd with sftp-server; sshd = 1, 2 and 4 through both
@@ -96,7 +97,10 @@
 # (the compose command on every side; default `docker compose`, v2, as on
 # users' hosts), SANDBOXER_BENCH_SSH_PORT (the benchmark's sshd with
 # sftp-server, default 2298; the one without an sftp subsystem listens on the
-# next port), SANDBOXER_BENCH_TRACE (a directory: each terraform step's
+# next port), SANDBOXER_BENCH_USER (the SSH user of every side, default
+# $SANDBOXER_TEST_SSH_USER: root, whose ~/.bashrc on this machine runs
+# `pyenv init`, a slow login shell; the harness's sandboxer-ci has Debian's,
+# which returns at once when not interactive), SANDBOXER_BENCH_TRACE (a directory: each terraform step's
 # provider log at DEBUG, with every host command and its duration, goes
 # there; slower). Needs the harness: scripts/harness/install.sh (restic
 # comes from it) and up.sh, as root.
@@ -120,13 +124,23 @@ want() { case ",$ROWS," in *",$1,"*) return 0 ;; esac; return 1; }
 
 bench_setup
 state="$BENCH_STATE"
+BENCH_USER="${SANDBOXER_BENCH_USER:-$SANDBOXER_TEST_SSH_USER}"
+# host_dir NAME: a scratch directory the SSH user works in on the host.
+host_dir() {
+	local dir
+	dir="$(devprovider_tmpdir "$1")"
+	if [ "$BENCH_USER" != root ]; then
+		chmod 755 "$DEVPROVIDER_TMP" && chown "$BENCH_USER" "$dir"
+	fi
+	printf '%s\n' "$dir"
+}
 
 # ---------------------------------------------------------------- the host
 declare -A sshd_port=([sftp-server]="$PORT" [none]="$((PORT + 1))")
 bench_sshd sftp-server "$PORT" sftp-server
 if want sshd; then bench_sshd none "${sshd_port[none]}" none; fi
 
-root="$(devprovider_tmpdir root)"
+root="$(host_dir root)"
 repo="$(devprovider_tmpdir repo)"
 cat >"$repo/docker-compose.yml" <<YAML
 services:
@@ -154,11 +168,11 @@ work() { # $1 = name of a scratch copy of scripts/bench/apply/$2
 	cp "$REPO_ROOT/scripts/bench/apply/$2/main.tf" "$dir/"
 	printf '%s\n' "$dir"
 }
-common=(-var "address=127.0.0.1:$PORT" -var "user=$SANDBOXER_TEST_SSH_USER" -var "private_key_file=$SANDBOXER_TEST_SSH_KEY"
+common=(-var "address=127.0.0.1:$PORT" -var "user=$BENCH_USER" -var "private_key_file=$SANDBOXER_TEST_SSH_KEY"
 	-var "known_hosts_file=$state/known_hosts" -var "root_dir=$root" -var "repo=$repo" -var "compose_command=$COMPOSE")
-re_vars=(-var "host=127.0.0.1" -var "port=$PORT" -var "user=$SANDBOXER_TEST_SSH_USER" -var "private_key_file=$SANDBOXER_TEST_SSH_KEY"
+re_vars=(-var "host=127.0.0.1" -var "port=$PORT" -var "user=$BENCH_USER" -var "private_key_file=$SANDBOXER_TEST_SSH_KEY"
 	-var "root_dir=$root" -var "repo=$repo" -var "compose_command=$COMPOSE")
-ssh_vars=(-var "address=127.0.0.1:$PORT" -var "user=$SANDBOXER_TEST_SSH_USER" -var "private_key_file=$SANDBOXER_TEST_SSH_KEY"
+ssh_vars=(-var "address=127.0.0.1:$PORT" -var "user=$BENCH_USER" -var "private_key_file=$SANDBOXER_TEST_SSH_KEY"
 	-var "known_hosts_file=$state/known_hosts")
 
 prov="$(work provider provider)"
@@ -361,7 +375,7 @@ restic_host() { # restic on the host, on this run's repository
 ck_files=(t_full t_inc t_restore w_full w_inc w_restore t_tarx t_gz s_store s_gz r_full r_inc r_restore s_both s_restic)
 fresh "${ck_files[@]}"
 for run in $(seq 1 "$RUNS"); do
-	ckroot="$(devprovider_tmpdir "ck-root-$run")"
+	ckroot="$(host_dir "ck-root-$run")"
 	run_workspace "$ck" "$run"
 	kept_runs+=("checkpoint $run")
 	ck_vars=("${ssh_vars[@]}" -var "root_dir=$ckroot")
@@ -484,7 +498,7 @@ restic_volume() { # $1 = volume, mounted on /data with the options $2, then rest
 v_files=(v_full v_inc v_restore vw_full vw_inc vw_restore v_gz v_tarxz v_tarx v_stored v_changed vr_full vr_inc vr_restore v_store vr_size)
 fresh "${v_files[@]}"
 for run in $(seq 1 "$RUNS"); do
-	vroot="$(devprovider_tmpdir "vol-root-$run")"
+	vroot="$(host_dir "vol-root-$run")"
 	run_workspace "$vol" "$run"
 	kept_runs+=("volume $run")
 	v_vars=("${ssh_vars[@]}" -var "root_dir=$vroot" -var "repo=$vrepo" -var "compose_command=$COMPOSE")
@@ -599,7 +613,7 @@ tn_files=(tn_tun_put tn_tun_alone tn_tun_p90 tn_tun_b2b tn_ssh_put tn_ssh_alone 
 fresh "${tn_files[@]}"
 for run in $(seq 1 "$RUNS"); do
 	ssh -N -o BatchMode=yes -o ExitOnForwardFailure=yes -o UserKnownHostsFile="$state/known_hosts" -i "$SANDBOXER_TEST_SSH_KEY" -p "$PORT" \
-		-L "127.0.0.1:$lport_source:$source_ip:9000" -L "127.0.0.1:$lport_accept:$accept_ip:9001" "$SANDBOXER_TEST_SSH_USER@127.0.0.1" &
+		-L "127.0.0.1:$lport_source:$source_ip:9000" -L "127.0.0.1:$lport_accept:$accept_ip:9001" "$BENCH_USER@127.0.0.1" &
 	ssh_pid=$!
 	for _ in $(seq 1 100); do
 		listening "$lport_source" && listening "$lport_accept" && break
@@ -629,7 +643,7 @@ finish_runs
 mib() { awk -v b="$1" 'BEGIN {printf "%.1f", b / 1048576}'; }
 title="bench-apply.sh: $("$TERRAFORM" version | head -n1), $($COMPOSE version --short 2>/dev/null || $COMPOSE version | head -n1) ($COMPOSE)"
 if want checkpoint-restic || want volume-restic; then title="$title, restic $RESTIC_VERSION"; fi
-bench_table "$title, $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg), medians of $RUNS; sshd: sftp-server = \`Subsystem sftp $BENCH_SFTP_SERVER\`, none = no Subsystem line"
+bench_table "$title, $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg), medians of $RUNS, SSH user $BENCH_USER; sshd: sftp-server = \`Subsystem sftp $BENCH_SFTP_SERVER\`, none = no Subsystem line"
 for c in "${configs[@]}"; do
 	BENCH_SSHD="$c"
 	row "apply of $N sandboxes vs remote-exec" "${med[t_prov_$c]}" "${med[t_re_$c]}" 0.5

@@ -28,7 +28,8 @@
 #
 # Settings: SANDBOXER_SCALE_N, SANDBOXER_BENCH_RUNS (3), SANDBOXER_BENCH_COMPOSE
 # (default `docker compose`), SANDBOXER_SCALE_SSH_PORT (the benchmark's sshd,
-# default 2296), SANDBOXER_BENCH_TRACE (as in bench-apply.sh). Needs the
+# default 2296), SANDBOXER_SCALE_NETWORK_OPS (the host's max_network_operations;
+# default: the provider's), SANDBOXER_BENCH_TRACE (as in bench-apply.sh). Needs the
 # harness: scripts/harness/install.sh and up.sh, as root.
 set -euo pipefail
 
@@ -63,6 +64,7 @@ cfg="$(devprovider_tmpdir scale)"
 cp "$REPO_ROOT/scripts/bench/apply/provider/main.tf" "$cfg/"
 vars=(-var "address=127.0.0.1:$PORT" -var "user=$SANDBOXER_TEST_SSH_USER" -var "private_key_file=$SANDBOXER_TEST_SSH_KEY"
 	-var "known_hosts_file=$state/known_hosts" -var "root_dir=$root" -var "repo=$repo" -var "compose_command=$COMPOSE")
+if [ -n "${SANDBOXER_SCALE_NETWORK_OPS:-}" ]; then vars+=(-var "max_network_operations=$SANDBOXER_SCALE_NETWORK_OPS"); fi
 
 applied_n=0
 # shellcheck disable=SC2317 # run on exit

@@ -26,6 +26,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/action"
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
@@ -86,8 +87,10 @@ type hostModel struct {
 	Local   types.Bool   `tfsdk:"local"`
 	RootDir types.String `tfsdk:"root_dir"`
 	Reaper  types.Bool   `tfsdk:"reaper"`
-	// NetworkPool is read by Configure for ext.compose-ssh.
-	NetworkPool types.String `tfsdk:"network_pool"`
+	// NetworkPool and MaxNetworkOperations are read by Configure for
+	// ext.compose-ssh.
+	NetworkPool          types.String `tfsdk:"network_pool"`
+	MaxNetworkOperations types.Int64  `tfsdk:"max_network_operations"`
 	// PublishAddress and EndpointHost: where compose sandboxes publish
 	// ports, and where clients reach them.
 	PublishAddress types.String `tfsdk:"publish_address"`
@@ -247,6 +250,12 @@ func (p *SandboxerProvider) Schema(_ context.Context, _ provider.SchemaRequest, 
 			"the ~30 networks dockerd's default address pools allow. Default `" + composessh.DefaultNetworkPool.String() + "`, " +
 			"outside docker's own pools; pick another if it overlaps a network the host reaches. A compose file's own subnets " +
 			"and external networks are left alone."}
+	hostAttrs["max_network_operations"] = schema.Int64Attribute{Optional: true,
+		Validators: []validator.Int64{int64validator.AtLeast(1)},
+		MarkdownDescription: fmt.Sprintf("Most operations that create or remove a compose sandbox's networks (its `compose up`, "+
+			"its `compose down`) one Terraform run has going on this host at once; the others wait their turn, within their "+
+			"timeouts. The engine changes networks one at a time behind locks of its own, so more at once only wait there, "+
+			"and a large destroy can wedge it. Default %d.", composessh.DefaultNetworkOperations)}
 	hostAttrs["publish_address"] = schema.StringAttribute{Optional: true,
 		Validators: []validator.String{ipAddress()},
 		MarkdownDescription: "Host address compose sandboxes publish their ports on when the compose file binds them to none, " +
@@ -379,6 +388,9 @@ func (p *SandboxerProvider) Configure(ctx context.Context, req provider.Configur
 				continue
 			}
 			compose.NetworkPools[name] = prefix.Masked()
+		}
+		if n := hm.MaxNetworkOperations; !n.IsNull() && !n.IsUnknown() {
+			compose.NetworkOperations[name] = int(n.ValueInt64())
 		}
 	}
 	configurePools(&cfg, data, &resp.Diagnostics)

@@ -1,7 +1,11 @@
 package provider
 
 import (
+	"fmt"
+	"regexp"
 	"testing"
+
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/backends"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/backends/composessh"
@@ -35,4 +39,34 @@ func TestExtensionDeclarationsMatchImplementations(t *testing.T) {
 			t.Errorf("%s is implemented but not declared", name)
 		}
 	}
+}
+
+// max_network_operations below 1 is refused when the configuration is
+// validated, before any host is touched; 1 and up plan.
+func TestUnitProvider_maxNetworkOperations(t *testing.T) {
+	requireCLI(t)
+	root := t.TempDir()
+	config := func(n int) string {
+		return fmt.Sprintf(`
+provider "sandboxer" {
+  host {
+    name                   = "a"
+    local                  = true
+    root_dir               = %q
+    max_network_operations = %d
+  }
+}
+resource "sandboxer_sandbox" "s" {
+  profile = "profile.workspace"
+  host    = "a"
+}`, root, n)
+	}
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProviders,
+		Steps: []resource.TestStep{
+			{Config: config(0), PlanOnly: true, ExpectError: regexp.MustCompile(`(?s)max_network_operations.*must be at least 1`)},
+			{Config: config(1), PlanOnly: true, ExpectNonEmptyPlan: true},
+		},
+	})
+	rootStaysEmpty(t, root)
 }

@@ -35,7 +35,11 @@ type Extension struct {
 	// NetworkPools are the hosts' network_pool settings, by host name;
 	// a host without one uses DefaultNetworkPool.
 	NetworkPools map[string]netip.Prefix
+	// NetworkOperations are the hosts' max_network_operations settings,
+	// by host name; a host without one uses DefaultNetworkOperations.
+	NetworkOperations map[string]int
 
+	slots      sync.Map                                // host name -> chan struct{}: networkSlot's tokens
 	detections backends.Flight[string, []string]       // host name -> compose argv
 	listings   backends.Flight[string, []netip.Prefix] // host name -> subnets in use there, as last listed
 	choosing   sync.Mutex                              // held while a create chooses subnets (claim)
@@ -50,9 +54,10 @@ var _ backends.Extension = (*Extension)(nil)
 // New returns the extension using composeCommand ("" to auto-detect).
 func New(composeCommand string) *Extension {
 	return &Extension{ComposeCommand: composeCommand, PollInterval: time.Second, NetworkPools: map[string]netip.Prefix{},
-		detections: backends.Flight[string, []string]{What: "compose command detection", Keep: backends.Forever},
-		listings:   backends.Flight[string, []netip.Prefix]{What: "listing of the subnets in use", Keep: backends.Forever},
-		chosen:     map[string][]netip.Prefix{}}
+		NetworkOperations: map[string]int{},
+		detections:        backends.Flight[string, []string]{What: "compose command detection", Keep: backends.Forever},
+		listings:          backends.Flight[string, []netip.Prefix]{What: "listing of the subnets in use", Keep: backends.Forever},
+		chosen:            map[string][]netip.Prefix{}}
 }
 
 func (e *Extension) Name() string { return Name }
@@ -262,6 +267,11 @@ func (e *Extension) Prepare(ctx context.Context, req backends.Request) (*backend
 // overlap; then the subnets are chosen again, with that network now in the
 // taken set. rendered, when set, is written by the same command.
 func (e *Extension) up(ctx context.Context, req backends.Request, sb *backends.Sandbox, compose, networks []string, rendered []byte) error {
+	release, err := e.networkSlot(ctx, req.Host)
+	if err != nil {
+		return fmt.Errorf("compose up: %w", err)
+	}
+	defer release()
 	for attempt := 1; ; attempt++ {
 		res, err := e.chooseNetworks(ctx, req.Host, req.Profile, sb, engine(compose), networks, attempt > 1)
 		if err != nil {
@@ -518,8 +528,14 @@ if [ -n "$left" ]; then echo "resources of project "%[3]s" remain: $left" >&2; e
 	// The network reservation goes last, once its networks are gone. Its
 	// path comes from the id, never from the record.
 	fmt.Fprintf(&script, "rm -f -- %s\n", hosts.Quote(overridePath(h, sb)))
+	release, err := e.networkSlot(ctx, h)
+	if err != nil {
+		return fmt.Errorf("unable to remove the containers, networks and volumes of sandbox %s: %w", sb.ID, err)
+	}
 	var out bytes.Buffer
-	if err := h.Run(ctx, script.String(), nil, &out); err != nil {
+	err = h.Run(ctx, script.String(), nil, &out)
+	release()
+	if err != nil {
 		if ctx.Err() != nil {
 			err = engineStuck(ctx, h, eng, m, out.Bytes())
 		}
@@ -598,6 +614,12 @@ func (e *Extension) Start(ctx context.Context, h *hosts.Host, sb *backends.Sandb
 			return fmt.Errorf("unable to start sandbox %s: %w", sb.ID, err)
 		}
 	}
+	// `up` makes the networks again when something removed them.
+	release, err := e.networkSlot(ctx, h)
+	if err != nil {
+		return fmt.Errorf("unable to start sandbox %s: %w", sb.ID, err)
+	}
+	defer release()
 	return e.composeRun(ctx, h, sb, "unable to start", "up", "-d", "--remove-orphans")
 }
 

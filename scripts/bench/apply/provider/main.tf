@@ -18,6 +18,10 @@ variable "snapshots" {
   type    = bool
   default = false
 }
+variable "max_network_operations" {
+  type    = number
+  default = null
+}
 
 provider "sandboxer" {
   compose_command = var.compose_command
@@ -29,6 +33,8 @@ provider "sandboxer" {
     private_key_file = var.private_key_file
     known_hosts_file = var.known_hosts_file
     root_dir         = var.root_dir
+
+    max_network_operations = var.max_network_operations
   }
 }
 
