@@ -49,7 +49,7 @@ go test -race -count=1 ./internal/hosts/
 go test -race -count=1 -run 'Flight|Create' ./internal/backends/
 
 echo "== fuzz targets, briefly (seeded; scripts/fuzz.sh)"
-FUZZTIME=10s bash scripts/fuzz.sh
+bash scripts/fuzz.sh
 
 echo "== acceptance tests with Terraform ($TF_ACC_TERRAFORM_PATH)"
 TF_ACC=1 go test -p 1 -count=1 -timeout 30m ./internal/provider/...
