@@ -8,6 +8,7 @@ import (
 	"encoding/binary"
 	"encoding/pem"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -437,5 +438,44 @@ func TestInProcessCommandKilledWhenItsCallerGivesUp(t *testing.T) {
 		if got, err := Output(context.Background(), tr, "echo next"); err != nil || string(got) != "next\n" || shells && tr.shellsStarted.Load() != 2 {
 			t.Fatalf("shells %v: then %q, %v, after %d shells; want a new shell", shells, got, err, tr.shellsStarted.Load())
 		}
+	}
+}
+
+// A host whose login shell is slow to start (here: 0.2 s, as a ~/.bashrc
+// running pyenv init) gets at most maxShellStarts shells started at once
+// by a burst of commands on a fresh connection; every command still runs.
+func TestInProcessShellStartsAreFew(t *testing.T) {
+	srv := startInProcessServer(t, func(s *inProcessServer) {
+		s.rewrite = func(cmd string) string {
+			if strings.Contains(cmd, strings.TrimSpace(shellBanner)) {
+				return "sleep 0.2; " + cmd
+			}
+			return cmd
+		}
+	})
+	tr := srv.transport(t, 8)
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for i := range 8 {
+		wg.Go(func() {
+			out, err := Output(context.Background(), tr, fmt.Sprintf("echo %d", i))
+			if err == nil && string(out) != fmt.Sprintf("%d\n", i) {
+				err = fmt.Errorf("command %d printed %q", i, out)
+			}
+			errs <- err
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if most := tr.startsMost.Load(); most < 1 || most > maxShellStarts {
+		t.Fatalf("%d shells were being started at once, want 1 to %d", most, maxShellStarts)
+	}
+	if n := tr.shellsStarted.Load(); n < 1 || n > 8 || tr.sessionsRun.Load() != 0 {
+		t.Fatalf("%d shells started, %d sessions of their own", n, tr.sessionsRun.Load())
 	}
 }

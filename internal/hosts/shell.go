@@ -134,8 +134,17 @@ func (s *SSH) runShell(ctx context.Context, script string, stdout io.Writer) err
 	return fmt.Errorf("host %q (%s): %w", s.cfg.Name, s.cfg.Address, err)
 }
 
-// shellFor returns an idle shell, or starts one when a token is free,
-// waiting for whichever comes first.
+// maxShellStarts is how many shells a connection starts at once. Each
+// start runs the user's login shell, which on some hosts burns a fifth of
+// a second of CPU (a ~/.bashrc running `pyenv init`): the burst of short
+// commands that opens an apply is served sooner by the first shells than
+// by eight login shells starting side by side on a small host, and a
+// shell is started only for a command that still finds none idle.
+const maxShellStarts = 2
+
+// shellFor returns an idle shell, or starts one when a token is free and
+// fewer than maxShellStarts are being started, waiting for whichever comes
+// first.
 func (s *SSH) shellFor(ctx context.Context) (*shell, error) {
 	for {
 		if sh := s.takeIdle(); sh != nil {
@@ -147,13 +156,34 @@ func (s *SSH) shellFor(ctx context.Context) (*shell, error) {
 			continue
 		}
 		select {
-		case s.sem <- struct{}{}:
-			return s.startShell(ctx)
+		case s.starting <- struct{}{}:
+			if sh, err := s.startWhenFree(ctx); sh != nil || err != nil {
+				return sh, err
+			}
 		case <-s.idleReady:
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
 	}
+}
+
+// startWhenFree, holding one of the starting tokens (given back on
+// return), starts a shell once a session token is free; nil, nil when a
+// shell became idle first.
+func (s *SSH) startWhenFree(ctx context.Context) (*shell, error) {
+	defer func() { <-s.starting }()
+	select {
+	case s.sem <- struct{}{}:
+	case <-s.idleReady:
+		return nil, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	n := s.startsInFlight.Add(1)
+	defer s.startsInFlight.Add(-1)
+	for most := s.startsMost.Load(); n > most && !s.startsMost.CompareAndSwap(most, n); most = s.startsMost.Load() {
+	}
+	return s.startShell(ctx)
 }
 
 // alive reports whether client answers a request (any reply, even a

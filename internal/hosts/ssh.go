@@ -96,12 +96,15 @@ type SSH struct {
 	// whoever waits for a shell (shellFor) or a token (acquire).
 	idle      []*shell
 	idleReady chan struct{}
+	// starting holds a token per shell being started (maxShellStarts).
+	starting chan struct{}
 	// noShells is set when a host could not start a shell: its commands
 	// get sessions of their own from then on.
 	noShells atomic.Bool
 	// keepAliveInterval and keepAliveTimeout as they were when made.
 	keepAliveEvery, keepAliveWithin time.Duration
 	shellsStarted                   atomic.Int64 // for tests
+	startsInFlight, startsMost      atomic.Int64 // shells being started, now and at most; for tests
 	sessionsRun                     atomic.Int64 // commands run in a session of their own, for tests
 }
 
@@ -118,6 +121,7 @@ func NewSSH(cfg SSHConfig) (*SSH, error) {
 		n = DefaultMaxSessions
 	}
 	return &SSH{cfg: cfg, sem: make(chan struct{}, n), sftpOpening: make(chan struct{}, 1), idleReady: make(chan struct{}, 1),
+		starting:       make(chan struct{}, maxShellStarts),
 		keepAliveEvery: keepAliveInterval, keepAliveWithin: keepAliveTimeout}, nil
 }
 
