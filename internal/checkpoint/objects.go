@@ -34,9 +34,6 @@ const compressSample = 64 << 10
 // never uses more, and the decoder refuses streams that would.
 const windowSize = 4 << 20
 
-// sampler compresses samples; EncodeAll is safe for concurrent use.
-var sampler = mustEncoder()
-
 func mustEncoder() *zstd.Encoder {
 	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1),
 		zstd.WithWindowSize(windowSize), zstd.WithEncoderCRC(false))
@@ -46,7 +43,20 @@ func mustEncoder() *zstd.Encoder {
 	return enc
 }
 
+// encoders hold an encoder per goroutine: one Encoder with concurrency 1
+// runs one EncodeAll at a time, and would make every capture worker wait
+// for the others' compression.
 var encoders = sync.Pool{New: func() any { return mustEncoder() }}
+
+// encodeAll appends src, compressed as one zstd frame, to dst.
+func encodeAll(src, dst []byte) []byte {
+	enc, ok := encoders.Get().(*zstd.Encoder)
+	if !ok { // never: the pool holds nothing else
+		enc = mustEncoder()
+	}
+	defer encoders.Put(enc)
+	return enc.EncodeAll(src, dst)
+}
 
 var decoders = sync.Pool{New: func() any {
 	dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxWindow(windowSize))
@@ -181,7 +191,7 @@ func compresses(head, scratch []byte) bool {
 	if len(head) > compressSample {
 		head = head[:compressSample]
 	}
-	return len(head) > 0 && len(sampler.EncodeAll(head, scratch)) <= len(head)-len(head)/8
+	return len(head) > 0 && len(encodeAll(head, scratch)) <= len(head)-len(head)/8
 }
 
 // storeSmall stores data, a whole file's content, and sets e's digest and
@@ -200,7 +210,7 @@ func (s *Store) storeSmall(data []byte, e *Entry) (int64, error) {
 	defer copyBuffers.Put(bp)
 	body, final := data, s.objectPath(e.Digest)
 	if compresses(data, (*bp)[:0]) {
-		body, final = sampler.EncodeAll(data, (*bp)[:0]), s.compressedPath(e.Digest)
+		body, final = encodeAll(data, (*bp)[:0]), s.compressedPath(e.Digest)
 	}
 	if err := s.writeObjectFile(final, body); err != nil {
 		return 0, err

@@ -213,6 +213,11 @@ func digestOf(data []byte) string {
 // save writes env (if any) then the manifest, each atomically; the manifest
 // last, so the snapshot exists only once everything it needs is in place.
 func (s *Store) save(m *Manifest, env map[string]string) error {
+	// Objects are written without an fsync each; whatever the manifest
+	// names is on disk before the manifest is.
+	if err := syncStore(s.Dir); err != nil {
+		return fmt.Errorf("unable to flush checkpoint store %s to disk: %w", s.Dir, err)
+	}
 	if len(env) > 0 {
 		data, _ := json.Marshal(env)
 		m.EnvDigest = digestOf(data)
