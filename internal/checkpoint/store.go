@@ -99,9 +99,14 @@ func (s *Store) latestPath(sandboxID string) string {
 // tempFile creates a file in tmp/ that a crash leaves as garbage, never as
 // something a later snapshot trusts: only a rename gives it a real name.
 func (s *Store) tempFile() (*os.File, error) {
+	return s.createIn(filepath.Join(s.Dir, "tmp"), "")
+}
+
+// createIn creates a new file in dir named prefix and a random suffix.
+func (s *Store) createIn(dir, prefix string) (*os.File, error) {
 	b := make([]byte, 8)
 	_, _ = rand.Read(b)
-	f, err := os.OpenFile(filepath.Join(s.Dir, "tmp", hex.EncodeToString(b)), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	f, err := os.OpenFile(filepath.Join(dir, prefix+hex.EncodeToString(b)), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
 	if err == nil && s.Owner != nil {
 		// Given away before it has a real name: the store's owner never
 		// finds an object it cannot read.
@@ -122,24 +127,17 @@ const objectTempPrefix = ".tmp-"
 // in final's directory (created when missing), then renamed.
 func (s *Store) writeObjectFile(final string, body []byte) error {
 	dir := filepath.Dir(final)
-	b := make([]byte, 8)
-	_, _ = rand.Read(b)
-	tmp := filepath.Join(dir, objectTempPrefix+hex.EncodeToString(b))
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	f, err := s.createIn(dir, objectTempPrefix)
 	if errors.Is(err, fs.ErrNotExist) {
 		if err = s.makeObjectDir(dir); err == nil {
-			f, err = os.OpenFile(tmp, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+			f, err = s.createIn(dir, objectTempPrefix)
 		}
 	}
 	if err != nil {
 		return err
 	}
-	if s.Owner != nil {
-		err = f.Chown(s.Owner.UID, s.Owner.GID)
-	}
-	if err == nil {
-		_, err = f.Write(body)
-	}
+	tmp := f.Name()
+	_, err = f.Write(body)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
