@@ -3,6 +3,7 @@ package agent
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -191,8 +192,20 @@ func TestReadsRefuseATamperedStore(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		changed := bytes.Replace(data, []byte(old), []byte(new), 1)
-		if bytes.Equal(changed, data) || len(changed) != len(data) {
+		plain := data
+		if checkpoint.IsManifestFile(file) {
+			// Stored packed: changed as the plain JSON older stores hold,
+			// which reads the same.
+			m, err := checkpoint.ParseManifest(strings.TrimSuffix(file, ".json"), data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if plain, err = json.Marshal(m); err != nil {
+				t.Fatal(err)
+			}
+		}
+		changed := bytes.Replace(plain, []byte(old), []byte(new), 1)
+		if bytes.Equal(changed, plain) || len(changed) != len(plain) {
 			t.Fatalf("%s holds no %q to change a byte of", file, old)
 		}
 		if err := os.WriteFile(p, changed, 0o600); err != nil {
@@ -222,6 +235,30 @@ func TestReadsRefuseATamperedStore(t *testing.T) {
 		if _, err := c.Get(ctx, h, "s2"); err != nil {
 			t.Fatalf("an intact snapshot beside a tampered one: %v", err)
 		}
+	})
+	t.Run("packed", func(t *testing.T) {
+		// One character of the packed manifest changed, in the middle of
+		// its compressed entries.
+		p := filepath.Join(snapshots, "s1.json")
+		data, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		changed := bytes.Clone(data)
+		i := len(changed) / 2
+		changed[i] = map[bool]byte{true: 'B', false: 'A'}[changed[i] == 'A']
+		if err := os.WriteFile(p, changed, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			if err := os.WriteFile(p, data, 0o600); err != nil {
+				t.Errorf("unable to undo the tampering of s1.json: %v", err)
+			}
+		})
+		_, err = c.Get(ctx, h, "s1")
+		refused(t, err, "manifest is corrupt")
+		_, err = c.List(ctx, h)
+		refused(t, err, "manifest is corrupt")
 	})
 	t.Run("NUL byte", func(t *testing.T) {
 		tamper(t, "s1.json", `"name":"first"`, "\"name\":\"fir\x00t\"")

@@ -1,14 +1,15 @@
 package backends_test
 
 import (
-	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -256,18 +257,26 @@ func TestSnapshotReadsChangeNothingOnTheHost(t *testing.T) {
 	}
 	unchanged(t, before)
 
-	// One byte of a manifest changed on the host: refused, never reported
-	// as the snapshot.
+	// A manifest changed on the host (one size, its digest left as it
+	// was; written as plain JSON, which older stores hold): refused, never
+	// reported as the snapshot.
 	manifest := filepath.Join(agent.StoreDir(h), checkpoint.SnapshotsDir, checkpoint.ManifestFile("snap-1"))
 	data, err := os.ReadFile(manifest)
 	if err != nil {
 		t.Fatal(err)
 	}
-	i := bytes.Index(data, []byte(`"size":4`)) // app/state.txt, "one\n"
-	if i < 0 {
-		t.Fatalf("no entry of size 4 in %s", data)
+	m, err := checkpoint.ParseManifest("snap-1", data)
+	if err != nil {
+		t.Fatal(err)
 	}
-	data[i+len(`"size":`)] = '5'
+	i := slices.IndexFunc(m.Entries, func(e checkpoint.Entry) bool { return e.Path == "app/state.txt" })
+	if i < 0 || m.Entries[i].Size != 4 { // "one\n"
+		t.Fatalf("no entry app/state.txt of size 4 in %+v", m.Entries)
+	}
+	m.Entries[i].Size = 5
+	if data, err = json.Marshal(m); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.WriteFile(manifest, data, 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -87,7 +87,10 @@ func TestCaptureRestoreInPlace(t *testing.T) {
 		t.Fatalf("env names %v", m.EnvNames)
 	}
 	raw, _ := os.ReadFile(s.manifestPath("snap1"))
-	if strings.Contains(string(raw), "abc") {
+	if !strings.HasPrefix(string(raw), packedManifestHeader) {
+		t.Fatalf("manifest not packed: %.40q", raw)
+	}
+	if plain, _ := encodeManifest(m); strings.Contains(string(plain), "abc") {
 		t.Fatal("an env value is in the manifest")
 	}
 
@@ -244,14 +247,14 @@ func TestTamperedManifestRefused(t *testing.T) {
 	ws := t.TempDir()
 	put(t, ws, "a.txt", "a")
 	capture(t, s, ws, "snap1", nil)
-	var m Manifest
 	raw, _ := os.ReadFile(s.manifestPath("snap1"))
-	must(t, json.Unmarshal(raw, &m))
+	m, err := unpackManifest(raw)
+	must(t, err)
 	m.Entries[0].Path = "../escaped.txt"
 	m.Digest = m.ComputeDigest() // even with a consistent digest
 	raw, _ = json.Marshal(m)
 	must(t, os.WriteFile(s.manifestPath("snap1"), raw, 0o600))
-	_, err := s.Restore("snap1", t.TempDir(), RestoreOptions{Files: true, Overwrite: true})
+	_, err = s.Restore("snap1", t.TempDir(), RestoreOptions{Files: true, Overwrite: true})
 	if err == nil || !strings.Contains(err.Error(), "..") {
 		t.Fatalf("want refusal of a .. entry, got %v", err)
 	}

@@ -2,7 +2,6 @@ package checkpoint
 
 import (
 	"bytes"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -47,20 +46,24 @@ func FuzzParseManifest(f *testing.F) {
 	// Forged manifests whose digest holds (anyone who can write the store
 	// can recompute it): bookkeeping fields the digest does not cover, with
 	// what JSON escapes, and an entry that escapes the workspace.
-	var forged Manifest
-	if err := json.Unmarshal(real, &forged); err != nil {
+	seed, err := unpackManifest(real)
+	if err != nil {
 		f.Fatal(err)
 	}
+	forged := *seed
 	forged.Name, forged.Description = "<a&b>\u2028\"\\", "caf\u00e9\x7f\t"
 	forged.Metadata = map[string]string{"k<": "v\n", "": ""}
 	forged.CreatedAt = time.Date(2024, 2, 29, 23, 59, 59, 123456789, time.FixedZone("", 5*3600+1800))
 	if b, err := encodeManifest(&forged); err == nil {
-		f.Add("snap-seed", b)
+		f.Add("snap-seed", b)                                                      // plain JSON, as manifests were stored before packing
 		f.Add("snap-seed", bytes.Replace(b, []byte("caf"), []byte("\xff\xfe"), 1)) // invalid UTF-8
 	}
+	// Packings this code does not know, or damaged: refused, never guessed at.
+	f.Add("snap-seed", []byte("sandboxer-manifest 4 zstd base64\n"+string(real[len(packedManifestHeader):])))
+	f.Add("snap-seed", append([]byte(packedManifestHeader), "KLUv/Q"...))
 	forged.Entries = append(forged.Entries, Entry{Path: "../x", Type: TypeFile, Digest: strings.Repeat("0", 64)})
 	forged.Digest = forged.ComputeDigest()
-	if b, err := encodeManifest(&forged); err == nil {
+	if b, err := packManifest(&forged); err == nil {
 		f.Add("snap-seed", b)
 	}
 	f.Fuzz(func(t *testing.T, id string, data []byte) {

@@ -2,6 +2,7 @@ package checkpoint
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -31,8 +32,11 @@ func ParseManifest(id string, data []byte) (*Manifest, error) {
 	if err := CheckID(id); err != nil {
 		return nil, err
 	}
-	var m Manifest
-	if err := json.Unmarshal(data, &m); err != nil {
+	m, err := unpackManifest(data)
+	if errors.Is(err, errNewerPacking) {
+		return nil, fmt.Errorf("snapshot %s: %w", id, err)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("snapshot %s: manifest is corrupt: %w", id, err)
 	}
 	// A manifest renamed (or copied) to another snapshot's file name would
@@ -43,7 +47,7 @@ func ParseManifest(id string, data []byte) (*Manifest, error) {
 	if err := m.Check(); err != nil {
 		return nil, err
 	}
-	return &m, nil
+	return m, nil
 }
 
 // ParseEnv decodes m's captured env, verified against the digest the

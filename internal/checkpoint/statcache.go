@@ -11,7 +11,7 @@ import (
 	"strings"
 )
 
-// The stat cache of a sandbox is a small text file, latest/<sandbox>, written
+// The stat cache of a sandbox is a small file, latest/<sandbox>, written
 // with each capture: the snapshot it came from, when that workspace was
 // scanned, and per file its digest, size and mtime. Reading it is a fraction
 // of decoding the manifest, which is what makes a capture after a small
@@ -19,11 +19,19 @@ import (
 // checksum does not match) or names a snapshot that no longer exists, the
 // capture reads every file.
 //
-//	sandboxer-statcache 1 <snapshot id> <scanned_at_ns> <sha256 of the lines below>
+//	sandboxer-statcache 2 <snapshot id> <scanned_at_ns> <sha256 of the lines below>
 //	<digest> <size> <mtime_ns> <path>
 //	...
+//
+// In format 2 the lines are one zstd frame (a third of their size: they
+// are mostly hex digests, and the store keeps one cache per sandbox and
+// volume); format 1, the same lines uncompressed, is still read, so the
+// first capture after an upgrade reads no more than the others.
 
-const statCacheMagic = "sandboxer-statcache 1"
+const (
+	statCacheMagic = "sandboxer-statcache 2"
+	statCachePlain = "sandboxer-statcache 1"
+)
 
 // statCache is what a capture may trust without reading a file.
 type statCache struct {
@@ -55,7 +63,7 @@ func encodeStatCache(id string, scannedAtNs int64, entries []Entry) []byte {
 	}
 	sum := sha256.Sum256(body)
 	head := fmt.Sprintf("%s %s %d %s\n", statCacheMagic, id, scannedAtNs, hex.EncodeToString(sum[:]))
-	return append([]byte(head), body...)
+	return encodeAll(body, []byte(head))
 }
 
 // previous returns the stat cache of the sandbox's newest snapshot (key:
@@ -78,7 +86,16 @@ func (s *Store) readStatCache(key string) (statCache, error) {
 	}
 	head, body, ok := bytes.Cut(data, []byte("\n"))
 	f := strings.Fields(string(head))
-	if !ok || len(f) != 5 || f[0]+" "+f[1] != statCacheMagic {
+	if !ok || len(f) != 5 {
+		return statCache{}, errors.New("bad stat cache header")
+	}
+	switch f[0] + " " + f[1] {
+	case statCacheMagic:
+		if body, err = metadataDecoder().DecodeAll(body, nil); err != nil {
+			return statCache{}, fmt.Errorf("stat cache does not decompress: %w", err)
+		}
+	case statCachePlain:
+	default:
 		return statCache{}, errors.New("bad stat cache header")
 	}
 	sum := sha256.Sum256(body)

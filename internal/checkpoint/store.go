@@ -248,7 +248,7 @@ func (s *Store) save(m *Manifest, env map[string]string) error {
 	} else {
 		cache <- nil
 	}
-	data, err := encodeManifest(m)
+	data, err := packManifest(m)
 	if err == nil {
 		err = s.writeAtomic(s.manifestPath(m.ID), data)
 	}
@@ -364,8 +364,8 @@ func (s *Store) gcLocked() (int64, error) {
 		if err != nil {
 			return 0, err
 		}
-		var m Manifest
-		if err := json.Unmarshal(data, &m); err != nil {
+		m, err := unpackManifest(data)
+		if err != nil {
 			// A manifest we cannot read may still reference objects: keep all.
 			return 0, fmt.Errorf("garbage collection stopped: %s is unreadable: %w", n, err)
 		}
