@@ -448,8 +448,9 @@ func manifestOf(h *hosts.Host, id string, files map[string][]byte) (*checkpoint.
 // manifest there: one command, which only reads. No store is no files.
 //
 // Each file is printed as its content, then NUL, its name, NUL. A manifest
-// or env file this provider wrote never holds a NUL byte (JSON escapes
-// control characters), so the framing needs no lengths; a file that does
+// or env file this provider wrote never holds a NUL byte (a packed manifest
+// is base64, and JSON escapes control characters), so the framing needs no
+// lengths; a file that does
 // breaks the pairing and is reported, never read as something else. A file
 // deleted between the test and the read prints nothing and no name: gone,
 // as it would be a moment later. One that cannot be read fails the command.
