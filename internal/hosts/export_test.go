@@ -6,6 +6,8 @@ import "testing"
 // can tell which path a write took.
 func SFTPWrites(s *SSH) int64 { return s.sftpWrites.Load() }
 
+func ShellWrites(s *SSH) int64 { return s.shellWrites.Load() }
+
 // UploadShell is Upload through the shell pipeline whatever the transport,
 // for tests and benchmarks that compare the two paths.
 var UploadShell = uploadShell

@@ -90,7 +90,23 @@ func WriteFile(ctx context.Context, t Transport, path string, data []byte, mode 
 // take files that way (no sftp subsystem), the data goes through a shell
 // pipeline on the transport, with the same result.
 func Upload(ctx context.Context, t Transport, path string, r io.Reader, mode os.FileMode) error {
-	if fw, ok := fileWriterOf(t); ok {
+	if b, ok := r.(*bytes.Reader); ok && b.Len() <= inlineMax {
+		if sw, ok := transportAs[smallFileWriter](t); ok {
+			data := make([]byte, b.Len())
+			_, _ = b.ReadAt(data, 0)
+			start := time.Now()
+			err := sw.WriteSmallFile(ctx, path, data, mode)
+			if !errors.Is(err, errNotRun) {
+				fields := map[string]any{"host": t.Host(), "path": path, "duration_ms": time.Since(start).Milliseconds()}
+				if err != nil {
+					fields["error"] = err.Error()
+				}
+				tflog.Debug(ctx, "host file write (idle shell)", fields)
+				return err
+			}
+		}
+	}
+	if fw, ok := transportAs[FileWriter](t); ok {
 		start := time.Now()
 		err := fw.WriteFileAtomic(ctx, path, r, mode)
 		if !errors.Is(err, ErrNoFileWriter) {
@@ -142,9 +158,19 @@ func inlineWrite(path string, data []byte, mode os.FileMode) string {
 	return writeScript(path, "printf "+Quote(format.String()), mode)
 }
 
-// fileWriterOf finds the FileWriter behind t. A *Host embeds its transport,
-// which does not make the host itself a FileWriter, so look through it.
-func fileWriterOf(t Transport) (FileWriter, bool) {
+// smallFileWriter is a Transport that may write a small file (at most
+// inlineMax bytes) more cheaply than as a FileWriter (SSH.WriteSmallFile);
+// errNotRun (wrapped) when it declines, having written nothing.
+type smallFileWriter interface {
+	WriteSmallFile(ctx context.Context, path string, data []byte, mode os.FileMode) error
+}
+
+var _ smallFileWriter = (*SSH)(nil)
+
+// transportAs finds the T (FileWriter, smallFileWriter) behind t. A *Host
+// embeds its transport, which does not make the host itself one, so look
+// through it.
+func transportAs[T any](t Transport) (T, bool) {
 	for {
 		h, ok := t.(*Host)
 		if !ok || h.Transport == nil {
@@ -152,8 +178,8 @@ func fileWriterOf(t Transport) (FileWriter, bool) {
 		}
 		t = h.Transport
 	}
-	fw, ok := t.(FileWriter)
-	return fw, ok
+	v, ok := t.(T)
+	return v, ok
 }
 
 // uploadShell is Upload as one shell pipeline: `cat` into a temporary file
@@ -225,7 +251,7 @@ func smallTar(src string, t Transport) ([]byte, bool) {
 		return nil, false // copyDir reports it
 	}
 	max := inlineMax
-	if _, ok := fileWriterOf(t); ok {
+	if _, ok := transportAs[FileWriter](t); ok {
 		max = smallTarMax
 	}
 	buf := &cappedBuffer{max: max}

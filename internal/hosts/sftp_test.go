@@ -599,3 +599,39 @@ func benchTransfer(b *testing.B, cfg hosts.SSHConfig, dir string, big, small []b
 		b.Fatal("nothing went through sftp")
 	}
 }
+
+// A small file goes through a shell the connection has idle while no sftp
+// channel is open, so an apply that writes only small files never starts
+// one; once a larger file opened the channel, small files take it too.
+func TestSmallWritesTakeAnIdleShellBeforeSFTP(t *testing.T) {
+	tr := newSSH(t, testharness.SSHConfig(t, "sftp", false))
+	ctx := context.Background()
+	root := t.TempDir()
+	if err := tr.Run(ctx, "true", nil, nil); err != nil { // leaves a shell idle
+		t.Fatal(err)
+	}
+	record := filepath.Join(root, "dir", "record.json")
+	content := []byte("{\"id\": \"100%\\n\"}\n\x00\xff")
+	if err := hosts.WriteFile(ctx, tr, record, content, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	checkFile(t, record, content, 0o600)
+	checkDirMode(t, filepath.Join(root, "dir"))
+	if s, f := hosts.ShellWrites(tr), hosts.SFTPWrites(tr); s != 1 || f != 0 {
+		t.Fatalf("small file with a shell idle: %d shell writes, %d sftp writes; want 1, 0", s, f)
+	}
+	big := randomBytes(64 << 10)
+	if err := hosts.WriteFile(ctx, tr, filepath.Join(root, "big"), big, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	checkFile(t, filepath.Join(root, "big"), big, 0o640)
+	if err := hosts.WriteFile(ctx, tr, record, []byte("again"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	checkFile(t, record, []byte("again"), 0o644)
+	if s, f := hosts.ShellWrites(tr), hosts.SFTPWrites(tr); s != 1 || f != 2 {
+		t.Fatalf("after a large file: %d shell writes, %d sftp writes; want 1, 2", s, f)
+	}
+	checkOnly(t, root, "big", "dir")
+	checkOnly(t, filepath.Join(root, "dir"), "record.json")
+}

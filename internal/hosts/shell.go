@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -121,7 +122,52 @@ func (s *SSH) runShell(ctx context.Context, script string, stdout io.Writer) err
 	if err != nil {
 		return err
 	}
-	err = s.runInShell(ctx, sh, script, stdout)
+	return s.runOn(ctx, sh, script, stdout)
+}
+
+// WriteSmallFile writes a small file (a record, an env file, a small
+// repo's tar) in one command through a shell the connection has idle, as
+// long as the connection has no sftp channel open: the channel's first use
+// starts a session and a login shell on the host (0.1 s where ~/.bashrc is
+// slow), which an apply that writes only small files then never pays. It
+// never waits for a shell or starts one (a command that wants one would
+// then start another); errNotRun (wrapped) when it declines, and Upload
+// goes on to sftp, which is cheaper per file once open.
+func (s *SSH) WriteSmallFile(ctx context.Context, p string, data []byte, mode os.FileMode) error {
+	s.mu.Lock()
+	open := s.sftp.usable(s.client) && s.sftp.client != nil
+	s.mu.Unlock()
+	if open {
+		return fmt.Errorf("the sftp channel is open: %w", errNotRun)
+	}
+	if err := s.runIdle(ctx, inlineWrite(p, data, mode)); err != nil {
+		return err
+	}
+	s.shellWrites.Add(1)
+	return nil
+}
+
+// runIdle runs script in a shell that is idle now, never waiting for one
+// or starting one: errNotRun (wrapped) when none is.
+func (s *SSH) runIdle(ctx context.Context, script string) error {
+	if len(script) > shellScriptMax || s.noShells.Load() {
+		return fmt.Errorf("no shell for a script of %d bytes: %w", len(script), errNotRun)
+	}
+	sh := s.takeIdle()
+	if sh != nil && time.Since(sh.idle) >= shellProbeAfter && !alive(ctx, sh.client) {
+		sh.close()
+		sh = nil
+	}
+	if sh == nil {
+		return fmt.Errorf("no shell is idle: %w", errNotRun)
+	}
+	return s.runOn(ctx, sh, script, io.Discard)
+}
+
+// runOn runs script in sh, taken for it, and gives sh back (or closes it
+// when it failed).
+func (s *SSH) runOn(ctx context.Context, sh *shell, script string, stdout io.Writer) error {
+	err := s.runInShell(ctx, sh, script, stdout)
 	var exit *CommandError
 	if err == nil || errors.As(err, &exit) {
 		s.putIdle(sh)

@@ -90,6 +90,7 @@ type SSH struct {
 	// most one sftp channel.
 	sftpOpening chan struct{}
 	sftpWrites  atomic.Int64 // files written through sftp, for tests
+	shellWrites atomic.Int64 // small files written through an idle shell (WriteSmallFile), for tests
 
 	// Shells (shell.go) waiting for a command, each holding a session
 	// token; under mu. idleReady is signalled when one is put back, for
