@@ -102,7 +102,9 @@
 # `pyenv init`, a slow login shell; the harness's sandboxer-ci has Debian's,
 # which returns at once when not interactive), SANDBOXER_BENCH_TRACE (a directory: each terraform step's
 # provider log at DEBUG, with every host command and its duration, goes
-# there; slower). Needs the harness: scripts/harness/install.sh (restic
+# there; slower), SANDBOXER_BENCH_SETTLE (seconds the checkpoint and volume
+# rows wait after the last cleanup of a run of this benchmark, default 360:
+# see "Deletions and this disk" in docs/benchmarks.md). Needs the harness: scripts/harness/install.sh (restic
 # comes from it) and up.sh, as root.
 
 # The `sh -c` scripts below take their arguments as $1, $2...
@@ -190,12 +192,30 @@ all_snapshots=(-var 'snapshots=["warm","full","inc"]' -var restore=inc)
 # every run of the checkpoint and volume rows keeps its sandboxes (each run
 # in a Terraform workspace of its own), stores, repositories and restored
 # trees until the last run is measured; finish_runs then removes them.
+# The checkpoint and volume rows create thousands of files per step. On a
+# disk like this machine's (ext4 without a journal), each file created
+# after mass deletions costs the kernel a scan of the freed inodes, for a
+# minute, or six while their inode table blocks stay dirty (as creating
+# files beside them keeps them): "Deletions and this disk" in
+# docs/benchmarks.md. So those rows wait SETTLE seconds after the last
+# cleanup of a run of this benchmark (finish_runs; recorded in CLEANED)
+# rather than measure it.
+SETTLE="${SANDBOXER_BENCH_SETTLE:-360}"
+CLEANED="$HOME/.cache/sandboxer-bench/last-cleanup"
+settle_disk() {
+	local left
+	[ -f "$CLEANED" ] || return 0
+	left=$(($(cat "$CLEANED") + SETTLE - $(date +%s)))
+	[ "$left" -gt 0 ] || return 0
+	log "waiting ${left} s for the disk to settle after the last cleanup (SANDBOXER_BENCH_SETTLE)"
+	sleep "$left"
+}
 kept_runs=() # "checkpoint RUN" or "volume RUN"
 run_workspace() { # $1 = directory, $2 = run: that run's Terraform workspace selected
 	"$TERRAFORM" -chdir="$1" workspace select -or-create "run-$2" >/dev/null
 }
 finish_runs() {
-	local k kind run
+	local k kind run cleaned="${#kept_runs[@]}"
 	for k in "${kept_runs[@]}"; do
 		read -r kind run <<<"$k"
 		case "$kind" in
@@ -215,6 +235,7 @@ finish_runs() {
 	done
 	kept_runs=()
 	rm -rf "${vdata:-}"
+	if [ "$cleaned" -gt 0 ]; then mkdir -p "${CLEANED%/*}" && date +%s >"$CLEANED"; fi
 }
 # shellcheck disable=SC2317 # run on exit
 cleanup_all() {
@@ -354,6 +375,7 @@ CK_FILES="${SANDBOXER_BENCH_CK_FILES:-5000}"
 CK_MIB="${SANDBOXER_BENCH_CK_MIB:-256}"
 log "checkpoints of a workspace of $CK_FILES files, $CK_MIB MiB, $RUNS runs"
 ck="$(work checkpoint checkpoint)"
+settle_disk
 per_file=$((CK_MIB * 1048576 / CK_FILES))
 fill_workspace() { # $1 = workspace
 	mkdir -p "$1/random" "$1/text"
@@ -447,6 +469,7 @@ VOL_FILES="${SANDBOXER_BENCH_VOL_FILES:-5000}"
 VOL_MIB="${SANDBOXER_BENCH_VOL_MIB:-512}"
 log "volume checkpoints: $VOL_FILES files, $VOL_MIB MiB in a named volume, $RUNS runs"
 vol="$(work volume volume)"
+settle_disk
 vrepo="$(devprovider_tmpdir vrepo)"
 cat >"$vrepo/compose.yaml" <<YAML
 services:
