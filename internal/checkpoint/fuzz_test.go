@@ -96,6 +96,16 @@ func FuzzParseManifest(f *testing.F) {
 		if err != nil || !bytes.Equal(enc, enc2) {
 			t.Fatalf("encoding not stable (%v):\n%s\n%s", err, enc, enc2)
 		}
+		// As the store writes it: packed, it reads as the same manifest.
+		packed, err := packManifest(m)
+		if err != nil {
+			t.Fatalf("cannot pack an accepted manifest: %v", err)
+		}
+		if m3, err := ParseManifest(id, packed); err != nil {
+			t.Fatalf("packed manifest refused: %v", err)
+		} else if enc3, err := encodeManifest(m3); err != nil || !bytes.Equal(enc, enc3) {
+			t.Fatalf("packing changed the manifest (%v):\n%s\n%s", err, enc, enc3)
+		}
 		if m2.Summary().Digest != m.Digest || !m2.CreatedAt.Equal(m.CreatedAt) || len(m2.Entries) != len(m.Entries) {
 			t.Fatalf("round trip changed the manifest: %+v -> %+v", m.Summary(), m2.Summary())
 		}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"sync"
 	"unicode/utf8"
@@ -32,7 +33,9 @@ import (
 //     entries (an envelope), would have its objects collected. Older
 //     readers refuse a packed manifest as corrupt.
 //
-// Manifests written before (plain JSON) are read as they are.
+// The 3 follows the manifest's own versions, 1 and 2 (a workspace alone,
+// with volumes), which the packed JSON still carries. Manifests written
+// before (plain JSON) are read as they are.
 const packedManifestHeader = "sandboxer-manifest 3 zstd base64\n"
 
 // packedPrefix starts any packing, this one or one to come.
@@ -41,10 +44,10 @@ const packedPrefix = "sandboxer-manifest "
 // errNewerPacking is a manifest packed in a way this code does not know.
 var errNewerPacking = errors.New("manifest is packed by a newer provider")
 
-// maxManifestBytes bounds a packed manifest's JSON (about 6 million
-// entries): a damaged or hostile one cannot make its reader (the provider,
-// reading a host's store) decompress without end.
-const maxManifestBytes = 1 << 30
+// maxManifestBytes bounds a packed manifest's JSON (about 3 million
+// entries) and a stat cache's lines: a damaged or hostile one cannot make
+// its reader (the provider, reading a host's store) decompress without end.
+const maxManifestBytes = 512 << 20
 
 // packManifest returns m as stored.
 func packManifest(m *Manifest) ([]byte, error) {
@@ -72,16 +75,25 @@ var manifestEncoder = sync.OnceValue(func() *zstd.Encoder {
 	return enc
 })
 
-// metadataDecoder unpacks manifests and stat caches, bounded by
-// maxManifestBytes.
-var metadataDecoder = sync.OnceValue(func() *zstd.Decoder {
-	dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(0), zstd.WithDecoderMaxWindow(windowSize),
-		zstd.WithDecoderMaxMemory(maxManifestBytes))
+// unpackMetadata decompresses a packed manifest's or a stat cache's frame,
+// up to maxManifestBytes. It streams: zstd's DecodeAll allocates up front
+// whatever size a frame's header claims, so a few hostile bytes claiming
+// the limit would cost all of it.
+func unpackMetadata(z []byte) ([]byte, error) {
+	r, err := decoding(io.NopCloser(bytes.NewReader(z)))
 	if err != nil {
-		panic(err) // only invalid options fail, and these are constant
+		return nil, err
 	}
-	return dec
-})
+	defer func() { _ = r.Close() }() // only read
+	out, err := io.ReadAll(io.LimitReader(r, maxManifestBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(out) > maxManifestBytes {
+		return nil, fmt.Errorf("more than %d MiB once decompressed", maxManifestBytes>>20)
+	}
+	return out, nil
+}
 
 // unpackManifest decodes a stored manifest, packed or plain JSON, without
 // checking it (ParseManifest does).
@@ -96,7 +108,7 @@ func unpackManifest(data []byte) (*Manifest, error) {
 		if err != nil {
 			return nil, err
 		}
-		if data, err = metadataDecoder().DecodeAll(z, nil); err != nil {
+		if data, err = unpackMetadata(z); err != nil {
 			return nil, err
 		}
 	}

@@ -2,10 +2,12 @@ package checkpoint
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -117,5 +119,29 @@ func TestPlainStatCacheStillTrusted(t *testing.T) {
 	inc := capture(t, s, ws, "inc", nil)
 	if inc.Digest != full.Digest {
 		t.Fatal("the format 1 stat cache was not trusted: the unchanged-looking file was read again")
+	}
+}
+
+// A packed manifest whose frame claims far more than it holds (a few bytes
+// claiming 600 MiB) is refused without allocating what it claims.
+func TestPackedFrameClaimingMoreIsRefusedCheaply(t *testing.T) {
+	frame := []byte{0x28, 0xb5, 0x2f, 0xfd, // zstd magic
+		0xa0,                   // frame header: 4-byte content size, single segment
+		0x00, 0x00, 0x80, 0x25, // content size: 600 MiB
+		0x29, 0x00, 0x00, // last block, raw, 5 bytes
+		'{', '}', ' ', ' ', ' '}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err := unpackMetadata(frame)
+	runtime.ReadMemStats(&after)
+	if err == nil {
+		t.Fatal("a frame claiming 600 MiB with 5 bytes in it was accepted")
+	}
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > 64<<20 {
+		t.Fatalf("refusing it allocated %d MiB", grew>>20)
+	}
+	m := append([]byte(packedManifestHeader), base64.StdEncoding.EncodeToString(frame)...)
+	if _, err := ParseManifest("snap-x", m); err == nil || !strings.Contains(err.Error(), "manifest is corrupt") {
+		t.Fatalf("want the manifest refused as corrupt, got %v", err)
 	}
 }

@@ -233,15 +233,25 @@ func TestStoreFormat(t *testing.T) {
 	dir := t.TempDir()
 	s, err := Open(dir)
 	must(t, err)
-	if data, err := os.ReadFile(filepath.Join(s.Dir, "format")); err != nil || string(data) != "2\n" {
-		t.Fatalf("format file %q (%v), want 2", data, err)
+	if data, err := os.ReadFile(filepath.Join(s.Dir, "format")); err != nil || string(data) != "3\n" {
+		t.Fatalf("format file %q (%v), want 3", data, err)
 	}
 	must(t, os.Remove(filepath.Join(dir, "format"))) // as an earlier version left it
 	if _, err := Open(dir); err != nil {
 		t.Fatalf("a store without a format file: %v", err)
 	}
-	must(t, os.WriteFile(filepath.Join(dir, "format"), []byte("3\n"), 0o600))
-	if _, err := Open(dir); err == nil || !strings.Contains(err.Error(), "format 3, newer") {
+	// One of format 2 (0.2.0's) is opened and recorded as 3: an agent of
+	// 0.2.0 then refuses it by its format instead of misreading the packed
+	// manifests written next.
+	must(t, os.WriteFile(filepath.Join(dir, "format"), []byte("2\n"), 0o600))
+	if _, err := Open(dir); err != nil {
+		t.Fatalf("a store of format 2: %v", err)
+	}
+	if data, _ := os.ReadFile(filepath.Join(dir, "format")); string(data) != "3\n" {
+		t.Fatalf("a store of format 2 opened: format file %q, want 3", data)
+	}
+	must(t, os.WriteFile(filepath.Join(dir, "format"), []byte("4\n"), 0o600))
+	if _, err := Open(dir); err == nil || !strings.Contains(err.Error(), "format 4, newer") {
 		t.Fatalf("a store of a later format: %v, want it refused", err)
 	}
 }

@@ -91,7 +91,7 @@ func (s *Store) readStatCache(key string) (statCache, error) {
 	}
 	switch f[0] + " " + f[1] {
 	case statCacheMagic:
-		if body, err = metadataDecoder().DecodeAll(body, nil); err != nil {
+		if body, err = unpackMetadata(body); err != nil {
 			return statCache{}, fmt.Errorf("stat cache does not decompress: %w", err)
 		}
 	case statCachePlain:

@@ -40,10 +40,13 @@ type Store struct {
 }
 
 // storeFormat is the layout this code writes and reads: 2 since objects
-// may be zstd-compressed. A store without a format file is of format 1
-// (raw objects only), which format 2 reads as it is; one of a later format
-// is refused rather than half understood.
-const storeFormat = 2
+// may be zstd-compressed, 3 since manifests are packed (manifest_json.go).
+// A store without a format file is of format 1 (raw objects only); formats
+// 1 and 2 read as they are, and opening one records format 3. One of a
+// later format is refused rather than half understood: so an older agent
+// meeting packed manifests stops at the store's format, naming it, rather
+// than calling them corrupt and failing its deletes one by one.
+const storeFormat = 3
 
 // Open creates the store's layout under dir if needed, and records its
 // format.

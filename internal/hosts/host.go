@@ -85,17 +85,18 @@ func WriteFile(ctx context.Context, t Transport, path string, data []byte, mode 
 	return Upload(ctx, t, path, bytes.NewReader(data), mode)
 }
 
-// Upload is WriteFile for a stream. A transport that is a FileWriter (SSH,
-// through sftp) writes the file itself; otherwise, or when its host cannot
-// take files that way (no sftp subsystem), the data goes through a shell
-// pipeline on the transport, with the same result.
+// Upload is WriteFile for a stream. A small file of an SSH transport may go
+// through a shell it has idle (SSH.WriteSmallFile). Otherwise a transport
+// that is a FileWriter (SSH, through sftp) writes the file itself; when it
+// is not, or its host cannot take files that way (no sftp subsystem), the
+// data goes through a shell pipeline on the transport, with the same result.
 func Upload(ctx context.Context, t Transport, path string, r io.Reader, mode os.FileMode) error {
 	if b, ok := r.(*bytes.Reader); ok && b.Len() <= inlineMax {
 		if sw, ok := transportAs[smallFileWriter](t); ok {
 			data := make([]byte, b.Len())
-			_, _ = b.ReadAt(data, 0)
+			_, _ = b.ReadAt(data, b.Size()-int64(b.Len())) // unread, as Upload's other ways read it
 			start := time.Now()
-			err := sw.WriteSmallFile(ctx, path, data, mode)
+			err := inlineWriteError(path, sw.WriteSmallFile(ctx, path, data, mode))
 			if !errors.Is(err, errNotRun) {
 				fields := map[string]any{"host": t.Host(), "path": path, "duration_ms": time.Since(start).Milliseconds()}
 				if err != nil {
@@ -123,11 +124,22 @@ func Upload(ctx context.Context, t Transport, path string, r io.Reader, mode os.
 		data := make([]byte, b.Len())
 		_, _ = b.Read(data)
 		if script := inlineWrite(path, data, mode); len(script) <= shellScriptMax {
-			return t.Run(ctx, script, nil, nil)
+			return inlineWriteError(path, t.Run(ctx, script, nil, nil))
 		}
 		_, _ = b.Seek(0, io.SeekStart)
 	}
 	return uploadShell(ctx, t, path, r, mode)
+}
+
+// inlineWriteError is err of a command that held a file's content
+// (inlineWrite), without the command: a CommandError quotes its script,
+// which would put the start of an env file's values in a diagnostic.
+func inlineWriteError(path string, err error) error {
+	var ce *CommandError
+	if !errors.As(err, &ce) {
+		return err
+	}
+	return &CommandError{Host: ce.Host, Script: "(writing " + path + ": its content is not shown)", ExitCode: ce.ExitCode, Stderr: ce.Stderr}
 }
 
 // inlineMax bounds the files written by a command that holds their
@@ -143,8 +155,14 @@ const inlineMax = 8 << 10
 // %, \ and NUL (which no shell word can hold), written %%, \\ and \000.
 func inlineWrite(path string, data []byte, mode os.FileMode) string {
 	var format strings.Builder
-	for _, c := range data {
+	for i, c := range data {
 		switch c {
+		case '-':
+			if i == 0 { // printf would take a format starting with - for an option
+				format.WriteString(`\055`)
+			} else {
+				format.WriteByte(c)
+			}
 		case '%':
 			format.WriteString("%%")
 		case '\\':

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -42,16 +44,28 @@ func TestInlineWriteIsExact(t *testing.T) {
 		}
 	}
 	data = append(data, "%s %% \\n \\\\ \\000 '\"$(x)`\n"...)
-	path := filepath.Join(t.TempDir(), "sub", "file")
-	if err := (&Local{Name: "local"}).Run(t.Context(), inlineWrite(path, data, 0o640), nil, nil); err != nil {
-		t.Fatal(err)
-	}
-	got, err := os.ReadFile(path)
-	if err != nil || !bytes.Equal(got, data) {
-		t.Fatalf("wrote %q (%v), want %q", got, err, data)
-	}
-	if st, _ := os.Stat(path); st.Mode().Perm() != 0o640 {
-		t.Fatalf("mode %o", st.Mode().Perm())
+	// Content printf could take for options, were it the format as it is.
+	for _, content := range [][]byte{data, []byte("-n"), []byte("--help\n"), []byte("-"), []byte("-v x=1\n")} {
+		path := filepath.Join(t.TempDir(), "sub", "file")
+		if err := (&Local{Name: "local"}).Run(t.Context(), inlineWrite(path, content, 0o640), nil, nil); err != nil {
+			t.Fatalf("%.20q: %v", content, err)
+		}
+		got, err := os.ReadFile(path)
+		if err != nil || !bytes.Equal(got, content) {
+			t.Fatalf("wrote %q (%v), want %q", got, err, content)
+		}
+		if st, _ := os.Stat(path); st.Mode().Perm() != 0o640 {
+			t.Fatalf("mode %o", st.Mode().Perm())
+		}
+		if bash, err := exec.LookPath("bash"); err == nil { // the other printf a host's sh may be
+			path += ".bash"
+			if out, err := exec.Command(bash, "-c", inlineWrite(path, content, 0o640)).CombinedOutput(); err != nil {
+				t.Fatalf("bash, %.20q: %v: %s", content, err, out)
+			}
+			if got, err := os.ReadFile(path); err != nil || !bytes.Equal(got, content) {
+				t.Fatalf("bash wrote %q (%v), want %q", got, err, content)
+			}
+		}
 	}
 }
 
@@ -67,4 +81,21 @@ func TestLocalCancelKillsTheCommandsGroup(t *testing.T) {
 	}
 	pid, _ := os.ReadFile(pidFile)
 	waitGone(t, string(pid))
+}
+
+// A failed write of a small file names the path, never its content: the
+// command that held it would put the start of an env file's values in the
+// diagnostic.
+func TestFailedInlineWriteHidesTheContent(t *testing.T) {
+	// Short, so that the command's start, which an error quotes, would
+	// reach the content; under a file, so that nothing is written.
+	path := "/dev/null/sbx/.env"
+	err := WriteFile(t.Context(), &Local{Name: "local"}, path, []byte("DB_PASSWORD=hunter2\n"), 0o600)
+	var ce *CommandError
+	if !errors.As(err, &ce) || !strings.Contains(err.Error(), path) {
+		t.Fatalf("want a command error naming %s, got %v", path, err)
+	}
+	if strings.Contains(err.Error(), "hunter2") {
+		t.Fatalf("the error shows the content: %v", err)
+	}
 }
