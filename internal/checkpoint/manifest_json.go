@@ -30,8 +30,10 @@ import (
 //     purpose: an older agent's garbage collection lists snapshots/*.json
 //     and stops, keeping every object, at a manifest it cannot decode. A
 //     manifest it did not list, or one that decoded as JSON without its
-//     entries (an envelope), would have its objects collected. Older
-//     readers refuse a packed manifest as corrupt.
+//     entries (an envelope), would have its objects collected. (An older
+//     agent now refuses the whole store by its format, 3: store.go; an
+//     older provider's plan, reading without its agent, refuses a packed
+//     manifest as corrupt.)
 //
 // The 3 follows the manifest's own versions, 1 and 2 (a workspace alone,
 // with volumes), which the packed JSON still carries. Manifests written

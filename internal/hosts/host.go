@@ -121,12 +121,13 @@ func Upload(ctx context.Context, t Transport, path string, r io.Reader, mode os.
 		// Nothing was read from r: the pipeline gets all of it.
 	}
 	if b, ok := r.(*bytes.Reader); ok && b.Len() <= inlineMax {
+		at := b.Size() - int64(b.Len())
 		data := make([]byte, b.Len())
 		_, _ = b.Read(data)
 		if script := inlineWrite(path, data, mode); len(script) <= shellScriptMax {
 			return inlineWriteError(path, t.Run(ctx, script, nil, nil))
 		}
-		_, _ = b.Seek(0, io.SeekStart)
+		_, _ = b.Seek(at, io.SeekStart)
 	}
 	return uploadShell(ctx, t, path, r, mode)
 }
