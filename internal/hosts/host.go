@@ -98,12 +98,7 @@ func Upload(ctx context.Context, t Transport, path string, r io.Reader, mode os.
 			start := time.Now()
 			err := inlineWriteError(path, sw.WriteSmallFile(ctx, path, data, mode))
 			if !errors.Is(err, errNotRun) {
-				fields := map[string]any{"host": t.Host(), "path": path, "duration_ms": time.Since(start).Milliseconds()}
-				if err != nil {
-					fields["error"] = err.Error()
-				}
-				tflog.Debug(ctx, "host file write (idle shell)", fields)
-				return err
+				return logWrite(ctx, t, path, "idle shell", start, err)
 			}
 		}
 	}
@@ -111,12 +106,7 @@ func Upload(ctx context.Context, t Transport, path string, r io.Reader, mode os.
 		start := time.Now()
 		err := fw.WriteFileAtomic(ctx, path, r, mode)
 		if !errors.Is(err, ErrNoFileWriter) {
-			fields := map[string]any{"host": t.Host(), "path": path, "duration_ms": time.Since(start).Milliseconds()}
-			if err != nil {
-				fields["error"] = err.Error()
-			}
-			tflog.Debug(ctx, "host file write (sftp)", fields)
-			return err
+			return logWrite(ctx, t, path, "sftp", start, err)
 		}
 		// Nothing was read from r: the pipeline gets all of it.
 	}
@@ -130,6 +120,17 @@ func Upload(ctx context.Context, t Transport, path string, r io.Reader, mode os.
 		_, _ = b.Seek(at, io.SeekStart)
 	}
 	return uploadShell(ctx, t, path, r, mode)
+}
+
+// logWrite logs a file write done by way (at DEBUG, as host commands are)
+// and returns its err.
+func logWrite(ctx context.Context, t Transport, path, way string, start time.Time, err error) error {
+	fields := map[string]any{"host": t.Host(), "path": path, "duration_ms": time.Since(start).Milliseconds()}
+	if err != nil {
+		fields["error"] = err.Error()
+	}
+	tflog.Debug(ctx, "host file write ("+way+")", fields)
+	return err
 }
 
 // inlineWriteError is err of a command that held a file's content
