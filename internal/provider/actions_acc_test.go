@@ -2,7 +2,6 @@ package provider
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -18,6 +17,7 @@ import (
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/backends"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/backends/vmattach"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/catalog"
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/checkpoint"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/hosts"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/testharness"
 )
@@ -116,12 +116,15 @@ resource "terraform_data" "cleanup" {
 				manifests, _ := filepath.Glob(filepath.Join(h.rootDir, ".sandboxer", "store", "snapshots", "*.json"))
 				var found []string
 				for _, f := range manifests {
-					var m struct {
-						Name      string `json:"name"`
-						SandboxID string `json:"sandbox_id"`
-					}
 					raw, err := os.ReadFile(f)
-					if err == nil && json.Unmarshal(raw, &m) == nil && m.Name == "adhoc" && m.SandboxID == stateAttr(s, "sandboxer_sandbox.kept", "id") {
+					if err != nil {
+						return err
+					}
+					m, err := checkpoint.ParseManifest(strings.TrimSuffix(filepath.Base(f), ".json"), raw)
+					if err != nil {
+						return err
+					}
+					if m.Name == "adhoc" && m.SandboxID == stateAttr(s, "sandboxer_sandbox.kept", "id") {
 						found = append(found, f)
 					}
 				}
