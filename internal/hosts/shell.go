@@ -153,11 +153,7 @@ func (s *SSH) runIdle(ctx context.Context, script string) error {
 	if len(script) > shellScriptMax || s.noShells.Load() {
 		return fmt.Errorf("no shell for a script of %d bytes: %w", len(script), errNotRun)
 	}
-	sh := s.takeIdle()
-	if sh != nil && time.Since(sh.idle) >= shellProbeAfter && !alive(ctx, sh.client) {
-		sh.close()
-		sh = nil
-	}
+	sh := s.takeLiveIdle(ctx)
 	if sh == nil {
 		return fmt.Errorf("no shell is idle: %w", errNotRun)
 	}
@@ -193,13 +189,8 @@ const maxShellStarts = 2
 // first.
 func (s *SSH) shellFor(ctx context.Context) (*shell, error) {
 	for {
-		if sh := s.takeIdle(); sh != nil {
-			if time.Since(sh.idle) < shellProbeAfter || alive(ctx, sh.client) {
-				return sh, nil
-			}
-			tflog.Debug(ctx, "an idle shell's connection is gone: closing the shell; the next one redials", map[string]any{"host": s.cfg.Name})
-			sh.close()
-			continue
+		if sh := s.takeLiveIdle(ctx); sh != nil {
+			return sh, nil
 		}
 		select {
 		case s.starting <- struct{}{}:
@@ -210,6 +201,20 @@ func (s *SSH) shellFor(ctx context.Context) (*shell, error) {
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
+	}
+}
+
+// takeLiveIdle returns an idle shell whose connection still answers (one
+// idle for shellProbeAfter is probed first), closing dead ones on the way;
+// nil when none is idle.
+func (s *SSH) takeLiveIdle(ctx context.Context) *shell {
+	for {
+		sh := s.takeIdle()
+		if sh == nil || time.Since(sh.idle) < shellProbeAfter || alive(ctx, sh.client) {
+			return sh
+		}
+		tflog.Debug(ctx, "an idle shell's connection is gone: closing the shell; the next one redials", map[string]any{"host": s.cfg.Name})
+		sh.close()
 	}
 }
 
