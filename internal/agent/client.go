@@ -451,9 +451,9 @@ func manifestOf(h *hosts.Host, id string, files map[string][]byte) (*checkpoint.
 // or env file this provider wrote never holds a NUL byte (a packed manifest
 // is base64, and JSON escapes control characters), so the framing needs no
 // lengths; a file that does breaks the pairing and is reported, never read
-// as something else. A file
-// deleted between the test and the read prints nothing and no name: gone,
-// as it would be a moment later. One that cannot be read fails the command.
+// as something else. A file deleted between the test and the read prints
+// nothing and no name: gone, as it would be a moment later. One that cannot
+// be read fails the command.
 func readSnapshotFiles(ctx context.Context, h *hosts.Host, names []string) (map[string][]byte, error) {
 	dir := StoreDir(h) + "/" + checkpoint.SnapshotsDir
 	words := `"$d"/*.json`
