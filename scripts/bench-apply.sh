@@ -544,8 +544,8 @@ for run in $(seq 1 "$RUNS"); do
 
 	applied v_full vw_full "$vol" "${v_vars[@]}" -var 'snapshots=["warm","full"]'
 	# 1% of the files rewritten: half of them random (whole file), half text (a line added).
-	in_volume "$volume" "cd /v && n=$((VOL_FILES / 200)) && for f in \$(ls random | head -n \$n); do head -c $vper_file /dev/urandom >random/\$f; done &&
-		for f in \$(ls text | head -n \$n); do echo changed >>text/\$f; done"
+	in_volume "$volume" "cd /v && n=$((VOL_FILES / 200)) && for f in \$(ls random | sed -n 1,\${n}p); do head -c $vper_file /dev/urandom >random/\$f; done &&
+		for f in \$(ls text | sed -n 1,\${n}p); do echo changed >>text/\$f; done"
 	echo $(((VOL_FILES / 200) * (vper_file + 8))) >>"$state/v_changed"
 	applied v_inc vw_inc "$vol" "${v_vars[@]}" -var 'snapshots=["warm","full","inc"]'
 	"$TERRAFORM" -chdir="$vol" state show -no-color 'sandboxer_snapshot.s["inc"]' | awk '$1 == "stored_bytes" {print $3}' >>"$state/v_stored"
@@ -664,7 +664,7 @@ finish_runs
 
 # ---------------------------------------------------------------- report
 mib() { awk -v b="$1" 'BEGIN {printf "%.1f", b / 1048576}'; }
-title="bench-apply.sh: $("$TERRAFORM" version | head -n1), $($COMPOSE version --short 2>/dev/null || $COMPOSE version | head -n1) ($COMPOSE)"
+title="bench-apply.sh: $("$TERRAFORM" version | sed -n 1p), $($COMPOSE version --short 2>/dev/null || $COMPOSE version | sed -n 1p) ($COMPOSE)"
 if want checkpoint-restic || want volume-restic; then title="$title, restic $RESTIC_VERSION"; fi
 bench_table "$title, $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg), medians of $RUNS, SSH user $BENCH_USER; sshd: sftp-server = \`Subsystem sftp $BENCH_SFTP_SERVER\`, none = no Subsystem line"
 for c in "${configs[@]}"; do

@@ -131,7 +131,7 @@ timeout 10 docker info >/dev/null 2>&1 || wedged=1
 per() { awk -v t="$1" -v n="$2" 'BEGIN {printf "%.3f", t / n}'; }
 base_apply="$(median <"$state/base_apply")" base_destroy="$(median <"$state/base_destroy")"
 scale_apply="$(tail -n1 "$state/scale_apply")" scale_destroy="$(tail -n1 "$state/scale_destroy")"
-bench_table "bench-scale.sh: $("$TERRAFORM" version | head -n1), $($COMPOSE version --short 2>/dev/null || $COMPOSE version | head -n1) ($COMPOSE), $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg); $BASE sandboxes: medians of $RUNS"
+bench_table "bench-scale.sh: $("$TERRAFORM" version | sed -n 1p), $($COMPOSE version --short 2>/dev/null || $COMPOSE version | sed -n 1p) ($COMPOSE), $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg); $BASE sandboxes: medians of $RUNS"
 row "apply + destroy per sandbox, $N sandboxes vs $BASE" "$(per "$(awk -v a="$scale_apply" -v d="$scale_destroy" 'BEGIN {print a + d}')" "$N")" \
 	"$(per "$(awk -v a="$base_apply" -v d="$base_destroy" 'BEGIN {print a + d}')" "$BASE")" 1.3
 info "apply per sandbox, $N vs $BASE (no goal)" "$(per "$scale_apply" "$N")" "$(per "$base_apply" "$BASE")"

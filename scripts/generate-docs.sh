@@ -41,7 +41,7 @@ if [ -z "${SANDBOXER_TERRAFORM_NATIVES:-}" ]; then
 	SANDBOXER_TERRAFORM_NATIVES="$(bash "$REPO_ROOT/scripts/harness/natives.sh" | sed -n 's/^SANDBOXER_TERRAFORM_NATIVES=//p')"
 fi
 [ -x "$SANDBOXER_TERRAFORM_NATIVES" ] || { devprovider_log "ERROR: no Terraform >= 1.14 to read the action schemas with"; exit 1; }
-devprovider_log "Schema read with $("$SANDBOXER_TERRAFORM_NATIVES" version | head -n1) ($SANDBOXER_TERRAFORM_NATIVES): older CLIs leave out actions and list resources"
+devprovider_log "Schema read with $("$SANDBOXER_TERRAFORM_NATIVES" version | sed -n 1p) ($SANDBOXER_TERRAFORM_NATIVES): older CLIs leave out actions and list resources"
 "$SANDBOXER_TERRAFORM_NATIVES" -chdir="$schema_dir" providers schema -json >"$schema_dir/schema.raw.json"
 
 # tfplugindocs looks the schema up under the provider's short name (or under

@@ -9,7 +9,7 @@
 # tests again on compose v1, the README's example as written, `make install`
 # and a release (goreleaser snapshot) installed as users install them, and the
 # ci-sandbox module's `terraform test` and `tofu test`; golangci-lint,
-# actionlint and a short run of every fuzz target too.
+# actionlint, the scripts' own lint and a short run of every fuzz target too.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -40,6 +40,8 @@ echo "== lint: golangci-lint ${lint_pkgs[*]}"
 "$SANDBOXER_GOLANGCI_LINT" run "${lint_pkgs[@]}"
 echo "== lint: actionlint (.github/workflows)"
 "$SANDBOXER_ACTIONLINT"
+echo "== lint: scripts (scripts/lint-scripts.sh)"
+bash scripts/lint-scripts.sh
 
 echo "== unit and backend tests (compose: $(docker compose version --short))"
 go test -p 1 -count=1 ./...
@@ -66,7 +68,7 @@ bash scripts/test-upgrade.sh "$TF_ACC_TERRAFORM_PATH" "$SANDBOXER_TOFU_PATH"
 # identities: >= 1.12), on a Terraform built for them (natives.sh, cached).
 natives_out="$(bash scripts/harness/natives.sh)" || { echo "test-all.sh: ERROR: building Terraform for the native features failed (see above)" >&2; exit 1; }
 eval "$(printf '%s\n' "$natives_out" | sed 's/^/export /')"
-echo "== Terraform >= 1.14 features with $("$SANDBOXER_TERRAFORM_NATIVES" version | head -n1)"
+echo "== Terraform >= 1.14 features with $("$SANDBOXER_TERRAFORM_NATIVES" version | sed -n 1p)"
 TF_ACC=1 TF_ACC_TERRAFORM_PATH="$SANDBOXER_TERRAFORM_NATIVES" go test -p 1 -count=1 -timeout 15m \
 	-run 'TestAccActions|TestUnitActions|TestAccList|TestUnitIdentity|TestImportIdentity' ./internal/provider/...
 

@@ -80,7 +80,7 @@ for cli in "${clis[@]}"; do
 	for f in sandboxer-agent_linux_amd64 sandboxer-agent_linux_arm64; do
 		[ -x "$wd/.terraform/providers/${host[$cli]}/sand-boxer/sandboxer/$v1/$platform/$f" ] || die "$cli installed no $f beside the provider"
 	done
-	"${bin[$cli]}" -chdir="$wd" version | grep -qxF "+ provider ${host[$cli]}/sand-boxer/sandboxer v$v1" ||
+	"${bin[$cli]}" -chdir="$wd" version | grep -xF "+ provider ${host[$cli]}/sand-boxer/sandboxer v$v1" >/dev/null ||
 		die "$cli version does not show ${host[$cli]}/sand-boxer/sandboxer v$v1: $("${bin[$cli]}" -chdir="$wd" version)"
 	rc=0
 	"${bin[$cli]}" -chdir="$wd" plan -no-color -input=false -detailed-exitcode >"$tmp/$cli-plan1.log" 2>&1 || rc=$?
@@ -155,4 +155,4 @@ done
 
 make -s -C "$REPO_ROOT" uninstall 2>/dev/null
 [ -z "$(find "$plugins" -mindepth 4 -maxdepth 4 2>/dev/null)" ] || die "make uninstall left: $(find "$plugins" -mindepth 4 -maxdepth 4)"
-echo "test-install.sh: PASS: make install, init, rebuild, init -upgrade and plan with $("$TF_ACC_TERRAFORM_PATH" version | head -n1) and $("$SANDBOXER_TOFU_PATH" version | head -n1) ($v1, then $v2)"
+echo "test-install.sh: PASS: make install, init, rebuild, init -upgrade and plan with $("$TF_ACC_TERRAFORM_PATH" version | sed -n 1p) and $("$SANDBOXER_TOFU_PATH" version | sed -n 1p) ($v1, then $v2)"

@@ -70,12 +70,12 @@ tf apply -auto-approve -no-color -var "api_token=$token"
 [ "$(tf output -no-color -json services)" = '["web","worker"]' ] || die "services output: $(tf output -json services)"
 state="$(tf show -json)"
 for r in e2e scratch; do
-	echo "$state" | grep -q "\"address\":\"sandboxer_sandbox.$r\"" || die "sandboxer_sandbox.$r not in state"
+	echo "$state" | grep "\"address\":\"sandboxer_sandbox.$r\"" >/dev/null || die "sandboxer_sandbox.$r not in state"
 done
 [ "$(echo "$state" | grep -o '"status":"ready"' | wc -l)" = 2 ] || die "not both sandboxes are ready"
 ws="$(tf state show -no-color sandboxer_sandbox.e2e | sed -n 's/^ *workspace_dir *= *"\(.*\)"$/\1/p')"
 grep -qx "API_TOKEN=$token" "$ws/.env" || die "the token is not in $ws/.env"
-if grep -rqF -- "$token" "$work"/*.tfstate* 2>/dev/null || echo "$state" | grep -qF -- "$token"; then
+if grep -rqF -- "$token" "$work"/*.tfstate* 2>/dev/null || echo "$state" | grep -F -- "$token" >/dev/null; then
 	die "the env_wo token is in the state"
 fi
 
@@ -84,4 +84,4 @@ applied=0
 left="$(find "$root" "$home/.local/share/sandboxer" -mindepth 1 -maxdepth 1 ! -name .sandboxer 2>/dev/null; find "$root/.sandboxer/sandboxes" -type f 2>/dev/null)"
 [ -z "$left" ] || die "destroy left: $left"
 [ -z "$(docker ps -aq --filter "label=com.docker.compose.project.working_dir=$ws")" ] || die "destroy left containers of $ws"
-echo "test-readme.sh: PASS: the README example applied and destroyed cleanly with $("$TERRAFORM" version | grep -m1 -E '^(Terraform|OpenTofu) v')"
+echo "test-readme.sh: PASS: the README example applied and destroyed cleanly with $("$TERRAFORM" version | awk '/^(Terraform|OpenTofu) v/ && !n++')"

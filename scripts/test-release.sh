@@ -78,7 +78,7 @@ export GNUPGHOME="$tmp/gnupg"
 mkdir -m 700 "$GNUPGHOME"
 gpg --batch --quiet --pinentry-mode loopback --passphrase '' \
 	--quick-gen-key "sandboxer release test <release-test@sandboxer.invalid>" rsa3072 sign 1d 2>/dev/null
-fingerprint="$(gpg --batch --quiet --list-secret-keys --with-colons 2>/dev/null | awk -F: '$1 == "fpr" { print $10; exit }')"
+fingerprint="$(gpg --batch --quiet --list-secret-keys --with-colons 2>/dev/null | awk -F: '$1 == "fpr" && !n++ { print $10 }')"
 [ -n "$fingerprint" ] || die "no key was made"
 gpg --batch --armor --export "$fingerprint" >"$tmp/signing-key.asc"
 
@@ -209,7 +209,7 @@ for cli in terraform tofu; do
 	want="$(printf '%s\n' "$h1" "zh:$zip_sum" "zh:$manifest_sum" | sort | tr '\n' ' ')"
 	[ "$(lock_hashes "$reg_dir")" = "$want" ] ||
 		die "$cli lock hashes: $(lock_hashes "$reg_dir"); want the zh: of SHA256SUMS and one h1: ($want)"
-	"$b" -chdir="$reg_dir" version | grep -qxF "+ provider ${host[$cli]}/sand-boxer/sandboxer v$version" ||
+	"$b" -chdir="$reg_dir" version | grep -xF "+ provider ${host[$cli]}/sand-boxer/sandboxer v$version" >/dev/null ||
 		die "$cli version does not show ${host[$cli]}/sand-boxer/sandboxer v$version: $("$b" -chdir="$reg_dir" version)"
 	# Beside the executable the CLI runs, where the provider looks for an SSH host's agent.
 	for f in sandboxer-agent_linux_amd64 sandboxer-agent_linux_arm64; do
@@ -227,7 +227,7 @@ for cli in terraform tofu; do
 		{ cat "$mir_dir.init.log" >&2; die "$cli init from the filesystem mirror failed"; }
 	[ "$(lock_version "$mir_dir")" = "$version" ] || die "$cli locked version $(lock_version "$mir_dir") from the mirror, want $version"
 	[ "$(lock_hashes "$mir_dir")" = "$h1 " ] || die "$cli lock from the mirror: $(lock_hashes "$mir_dir"), want $h1 (as from the registry)"
-	"$b" -chdir="$mir_dir" version | grep -qxF "+ provider ${host[$cli]}/sand-boxer/sandboxer v$version" ||
+	"$b" -chdir="$mir_dir" version | grep -xF "+ provider ${host[$cli]}/sand-boxer/sandboxer v$version" >/dev/null ||
 		die "$cli version does not show ${host[$cli]}/sand-boxer/sandboxer v$version after init from the mirror"
 	apply_destroy "$cli" "$b" "$mir_dir"
 
@@ -251,4 +251,4 @@ for cli in terraform tofu; do
 	fi
 done
 
-echo "test-release.sh: PASS: release $version ($platform) built, signed and verified; installed from a registry and from a filesystem mirror, applied and destroyed with $("$TF_ACC_TERRAFORM_PATH" version | head -n1) and $("$SANDBOXER_TOFU_PATH" version | head -n1)"
+echo "test-release.sh: PASS: release $version ($platform) built, signed and verified; installed from a registry and from a filesystem mirror, applied and destroyed with $("$TF_ACC_TERRAFORM_PATH" version | sed -n 1p) and $("$SANDBOXER_TOFU_PATH" version | sed -n 1p)"

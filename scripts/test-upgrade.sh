@@ -102,7 +102,7 @@ for line in "${from[@]}"; do
 	v="${line%% *}"
 	if [ -z "$newest" ] || ver_gt "$v" "$newest"; then newest="$v"; fi
 done
-new="$(sed -n 's/^## \([0-9][0-9]*\.[0-9][0-9]*\.[0-9][0-9]*\)\([ ].*\)\{0,1\}$/\1/p' "$REPO_ROOT/CHANGELOG.md" | head -n1)"
+new="$(sed -n 's/^## \([0-9][0-9]*\.[0-9][0-9]*\.[0-9][0-9]*\)\([ ].*\)\{0,1\}$/\1/p' "$REPO_ROOT/CHANGELOG.md" | sed -n 1p)"
 if [ -z "$new" ] || ! ver_gt "$new" "$newest"; then
 	new="${newest%.*}.$((${newest##*.} + 1))"
 fi
@@ -311,7 +311,7 @@ upgrade_run() {
 	compose_file 18082 >"$work/copy/docker-compose.yml"
 	echo "upgrade-stack" >"$work/app/www/index.html"
 	echo "upgrade-copy" >"$work/copy/www/index.html"
-	name="$("$cli" version | head -n1)"
+	name="$("$cli" version | sed -n 1p)"
 	log "== $name: from $old to $new"
 
 	# tf STEP ARGS...: runs the CLI in the working directory, its output in

@@ -22,7 +22,7 @@ die() { echo "version.sh: ERROR: $*" >&2; exit 1; }
 mode="${1:-release}"
 case "$mode" in release | dev) ;; *) echo "usage: version.sh [dev]" >&2; exit 2 ;; esac
 
-version="$(sed -n 's/^## \([0-9][0-9]*\.[0-9][0-9]*\.[0-9][0-9]*\)\([[:space:]].*\)\{0,1\}$/\1/p' "$repo_root/CHANGELOG.md" | head -n1)"
+version="$(sed -n 's/^## \([0-9][0-9]*\.[0-9][0-9]*\.[0-9][0-9]*\)\([[:space:]].*\)\{0,1\}$/\1/p' "$repo_root/CHANGELOG.md" | sed -n 1p)"
 [ -n "$version" ] || die "CHANGELOG.md has no heading \"## X.Y.Z\" to take the version from"
 if [ "$mode" = release ]; then
 	echo "$version"

@@ -15,7 +15,7 @@ for pidf in "$STATE"/sshd-*.pid; do
 	pid="$(cat "$pidf" 2>/dev/null || true)"
 	if [ -n "$pid" ] && alive "$pid"; then
 		# Only stop it if it really is an sshd (pids can be reused).
-		if tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q 'sshd'; then
+		if tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep 'sshd' >/dev/null; then
 			kill "$pid" 2>/dev/null || true
 			for _ in $(seq 1 50); do alive "$pid" || break; sleep 0.1; done
 			if alive "$pid"; then

@@ -26,7 +26,7 @@ BIN="$DIR/terraform"
 
 log() { echo "natives.sh: $*" >&2; }
 die() { echo "natives.sh: ERROR: $*" >&2; exit 1; }
-ok() { [ -x "$BIN" ] && TF_CLI_CONFIG_FILE=/dev/null "$BIN" version 2>/dev/null | head -n1 | grep -qx "Terraform v$VERSION"; }
+ok() { [ -x "$BIN" ] && TF_CLI_CONFIG_FILE=/dev/null "$BIN" version 2>/dev/null | sed -n 1p | grep -x "Terraform v$VERSION" >/dev/null; }
 
 export GOWORK=off GOFLAGS="${GOFLAGS:-}"
 mkdir -p "$TOOLS_DIR"

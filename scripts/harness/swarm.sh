@@ -127,7 +127,7 @@ ipt_del() {
 net_up() {
 	local n ns
 	ip link show "$BR" >/dev/null 2>&1 || ip link add "$BR" type bridge
-	ip -4 addr show dev "$BR" | grep -q "inet $NET.254/24 " || ip addr add "$NET.254/24" dev "$BR"
+	ip -4 addr show dev "$BR" | grep "inet $NET.254/24 " >/dev/null || ip addr add "$NET.254/24" dev "$BR"
 	ip link set "$BR" up
 	for n in "${NODES[@]}"; do
 		ns="sbxsw$n"
@@ -142,7 +142,7 @@ net_up() {
 			ip link add "${ns}h" type veth peer name eth0 netns "$ns"
 		fi
 		ip link set "${ns}h" master "$BR" up
-		ip -n "$ns" -4 addr show dev eth0 | grep -q "inet $NET.$n/24 " || ip -n "$ns" addr add "$NET.$n/24" dev eth0
+		ip -n "$ns" -4 addr show dev eth0 | grep "inet $NET.$n/24 " >/dev/null || ip -n "$ns" addr add "$NET.$n/24" dev eth0
 		ip -n "$ns" link set lo up
 		ip -n "$ns" link set eth0 up
 	done
@@ -369,7 +369,7 @@ check_ssh() {
 	if id "$NONROOT_USER" >/dev/null 2>&1; then
 		out="$(swssh "$NONROOT_USER" 'id -u; docker node ls -q | wc -l' </dev/null 2>&1)" ||
 			die "ssh $NONROOT_USER@$NET.1 docker node ls failed: $out"
-		[ "$(echo "$out" | head -n1)" != 0 ] || die "$NONROOT_USER logs in as uid 0"
+		[ "$(echo "$out" | sed -n 1p)" != 0 ] || die "$NONROOT_USER logs in as uid 0"
 		[ "$(echo "$out" | tail -n1)" = 3 ] || die "ssh $NONROOT_USER@$NET.1 docker node ls: $out"
 	fi
 }
@@ -443,7 +443,7 @@ overlay_check() { # two tasks on different nodes ping each other over an overlay
 	EOF
 	if wait_tasks "${st}_p" 2; then
 		for n in "${NODES[@]}"; do
-			cid="$(dk "$n" ps -q --filter "label=com.docker.swarm.service.name=${st}_p" | head -n1)"
+			cid="$(dk "$n" ps -q --filter "label=com.docker.swarm.service.name=${st}_p" | sed -n 1p)"
 			[ -n "$cid" ] || continue
 			ip="$(dk "$n" inspect --format "{{(index .NetworkSettings.Networks \"${st}_ovl\").IPAddress}}" "$cid")"
 			nodes+=("$n") cids+=("$cid") ips+=("$ip")
@@ -533,7 +533,7 @@ up)
 	for n in "${NODES[@]}"; do
 		# A running node with a stale vxlan interface (drop_stale_vxlans) is restarted
 		# without it: its daemon's own interfaces are never in the node's namespace.
-		if dockerd_pid "$n" >/dev/null && ip netns exec "sbxsw$n" ip -o link show type vxlan 2>/dev/null | grep -q ': vx-'; then
+		if dockerd_pid "$n" >/dev/null && ip netns exec "sbxsw$n" ip -o link show type vxlan 2>/dev/null | grep ': vx-' >/dev/null; then
 			stop_dockerd "$n" kill
 		fi
 		start_dockerd "$n"

@@ -49,11 +49,11 @@ if ! flock -n 9; then
 fi
 
 # ver_ge A B: true when version A >= version B.
-ver_ge() { [ "$(printf '%s\n%s\n' "$2" "$1" | sort -V | head -n1)" = "$2" ]; }
+ver_ge() { [ "$(printf '%s\n%s\n' "$2" "$1" | sort -V | sed -n 1p)" = "$2" ]; }
 
 # tf_version BIN: prints the Terraform version a binary reports (empty if it fails).
 tf_version() {
-	"$1" version -json 2>/dev/null | sed -n 's/.*"terraform_version": *"\([^"]*\)".*/\1/p' | head -n1 || true
+	"$1" version -json 2>/dev/null | sed -n 's/.*"terraform_version": *"\([^"]*\)".*/\1/p' | sed -n 1p || true
 }
 
 abspath() { (cd "$(dirname "$1")" && echo "$PWD/$(basename "$1")"); }
@@ -207,7 +207,7 @@ ACTIONLINT_VERSION="${SANDBOXER_ACTIONLINT_VERSION:-1.7.12}"
 ACTIONLINT_DIR="$TOOLS_DIR/actionlint-$ACTIONLINT_VERSION"
 ACTIONLINT_BIN="$ACTIONLINT_DIR/actionlint"
 ACTIONLINT_BUILD=0
-actionlint_ok() { [ -x "$1" ] && "$1" -version 2>/dev/null | head -n1 | grep -x "$ACTIONLINT_VERSION" >/dev/null; }
+actionlint_ok() { [ -x "$1" ] && "$1" -version 2>/dev/null | sed -n 1p | grep -x "$ACTIONLINT_VERSION" >/dev/null; }
 if [ "$MODE" = all ] && ! actionlint_ok "$ACTIONLINT_BIN"; then ACTIONLINT_BUILD=1; fi
 
 build_go_install() { # $1 = cache dir, $2 = package@version, $3 = ldflags (the version it reports)

@@ -147,7 +147,7 @@ pid_alive() {
 	local pid
 	pid="$(cat "$1" 2>/dev/null)" && [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 1
 	[ "$(sed 's/.*) //' "/proc/$pid/stat" 2>/dev/null | cut -d' ' -f1)" != Z ] || return 1
-	tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q sshd
+	tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep sshd >/dev/null
 }
 
 start_sshd() { # $1 = port
@@ -198,7 +198,7 @@ if ! id "$NONROOT_USER" >/dev/null 2>&1; then
 fi
 # A "!" password field locks the account for sshd (UsePAM no); "*" only disables passwords.
 usermod -p '*' "$NONROOT_USER"
-id -nG "$NONROOT_USER" | tr ' ' '\n' | grep -qx docker || usermod -aG docker "$NONROOT_USER"
+id -nG "$NONROOT_USER" | tr ' ' '\n' | grep -x docker >/dev/null || usermod -aG docker "$NONROOT_USER"
 NONROOT_HOME="$(getent passwd "$NONROOT_USER" | cut -d: -f6)"
 install -d -m 700 -o "$NONROOT_USER" -g "$NONROOT_USER" "$NONROOT_HOME/.ssh"
 install -m 600 -o "$NONROOT_USER" -g "$NONROOT_USER" "$CLIENT_KEY.pub" "$NONROOT_HOME/.ssh/authorized_keys"
@@ -239,7 +239,7 @@ out="$(ssh -n -i "$CLIENT_KEY" -o IdentitiesOnly=yes -o BatchMode=yes \
 	-o StrictHostKeyChecking=yes -o ConnectTimeout=5 -o LogLevel=ERROR \
 	-p "$PORT1" "$NONROOT_USER@127.0.0.1" 'id -u; docker info --format "{{.ServerVersion}}"' 2>&1)" ||
 	die "ssh $NONROOT_USER@127.0.0.1:$PORT1 with docker failed: $out"
-[ "$(echo "$out" | head -n1)" != 0 ] || die "$NONROOT_USER logs in as uid 0"
+[ "$(echo "$out" | sed -n 1p)" != 0 ] || die "$NONROOT_USER logs in as uid 0"
 
 # ------------------------------------------------------------------ env
 {
