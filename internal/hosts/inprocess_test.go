@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,6 +23,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/terraform-plugin-log/tflogtest"
 	"golang.org/x/crypto/ssh"
 )
 
@@ -478,4 +480,78 @@ func TestInProcessShellStartsAreFew(t *testing.T) {
 	if n := tr.shellsStarted.Load(); n < 1 || n > 8 || tr.sessionsRun.Load() != 0 {
 		t.Fatalf("%d shells started, %d sessions of their own", n, tr.sessionsRun.Load())
 	}
+}
+
+// A command that waits for the connection's one shell says so in the DEBUG
+// log, naming the shell it then ran in, and the shell's start says how long
+// the login shell took: where an apply's time goes, with
+// TF_LOG_PROVIDER=DEBUG.
+func TestInProcessWaitForAShellIsLogged(t *testing.T) {
+	tr := startInProcessServer(t, nil).transport(t, 1)
+	var buf syncBuffer
+	ctx := tflogtest.RootLogger(context.Background(), &buf)
+	t.Cleanup(func() { buf.mu.Lock() }) // nothing logs into it after the test
+	fifo := filepath.Join(t.TempDir(), "go")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	first := make(chan error, 1)
+	go func() { first <- tr.Run(ctx, "read -r x <"+Quote(fifo), nil, nil) }()
+	for tr.shellsStarted.Load() == 0 { // the first command has the shell
+		runtime.Gosched()
+	}
+	second := make(chan error, 1)
+	go func() { second <- tr.Run(ctx, "echo second", nil, nil) }()
+	for len(tr.starting) == 0 { // the second waits for a session token, which the shell holds
+		runtime.Gosched()
+	}
+	time.Sleep(shellWaitLogged) // a wait long enough to be told
+	if err := os.WriteFile(fifo, []byte("go\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, ch := range []chan error{first, second} {
+		if err := <-ch; err != nil {
+			t.Fatal(err)
+		}
+	}
+	buf.mu.Lock()
+	logged := buf.b.String()
+	buf.mu.Unlock()
+	entries, err := tflogtest.MultilineJSONDecode(strings.NewReader(logged))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var started, waited int
+	for _, e := range entries {
+		switch e["@message"] {
+		case "started a shell":
+			started++
+			if e["shell"] != float64(1) || e["start_ms"] == nil {
+				t.Errorf("shell start logged as %v", e)
+			}
+		case "waited for a shell": // the first command's too, when its shell was slow to start
+			if e["started"] == true {
+				continue
+			}
+			waited++
+			if ms, _ := e["waited_ms"].(float64); e["shell"] != float64(1) || ms < float64(shellWaitLogged.Milliseconds()) {
+				t.Errorf("wait logged as %v", e)
+			}
+		}
+	}
+	if started != 1 || waited != 1 || tr.shellsStarted.Load() != 1 {
+		t.Fatalf("%d shell starts and %d waits for another command logged, %d shells started; want 1, 1, 1: %s", started, waited, tr.shellsStarted.Load(), logged)
+	}
+}
+
+// syncBuffer is a log destination that goroutines write while the test reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
 }

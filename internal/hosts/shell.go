@@ -65,6 +65,7 @@ type shell struct {
 	running bool          // the loop was started: ended will be closed
 	once    sync.Once
 	release func() // gives the session token back
+	id      int64  // the connection's count of shells started, for the DEBUG log
 }
 
 // shellScriptMax bounds the scripts sent to a shell: it reads a request a
@@ -118,12 +119,23 @@ var errNotRun = errors.New("no shell took the command")
 // runShell runs script in an idle shell, or in a new one. errNotRun says
 // it did not run.
 func (s *SSH) runShell(ctx context.Context, script string, stdout io.Writer) error {
-	sh, err := s.shellFor(ctx)
+	begun := time.Now()
+	sh, started, err := s.shellFor(ctx)
 	if err != nil {
 		return err
 	}
+	if waited := time.Since(begun); waited >= shellWaitLogged {
+		// Where an apply's time goes: a command that waits here waits for
+		// other commands to end, or for a login shell to start (started:
+		// its own, whose start is logged too).
+		tflog.Debug(ctx, "waited for a shell", map[string]any{"host": s.cfg.Name, "shell": sh.id, "started": started,
+			"waited_ms": waited.Milliseconds()})
+	}
 	return s.runOn(ctx, sh, script, stdout)
 }
+
+// shellWaitLogged is the shortest wait for a shell the DEBUG log tells.
+const shellWaitLogged = 10 * time.Millisecond
 
 // WriteSmallFile writes a small file (a record, an env file, a small
 // repo's tar) in one command through a shell the connection has idle, as
@@ -186,20 +198,20 @@ const maxShellStarts = 2
 
 // shellFor returns an idle shell, or starts one when a token is free and
 // fewer than maxShellStarts are being started, waiting for whichever comes
-// first.
-func (s *SSH) shellFor(ctx context.Context) (*shell, error) {
+// first; started says it started the one it returns.
+func (s *SSH) shellFor(ctx context.Context) (sh *shell, started bool, err error) {
 	for {
 		if sh := s.takeLiveIdle(ctx); sh != nil {
-			return sh, nil
+			return sh, false, nil
 		}
 		select {
 		case s.starting <- struct{}{}:
 			if sh, err := s.startWhenFree(ctx); sh != nil || err != nil {
-				return sh, err
+				return sh, sh != nil, err
 			}
 		case <-s.idleReady:
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return nil, false, ctx.Err()
 		}
 	}
 }
@@ -298,6 +310,7 @@ func (s *SSH) signalIdle() {
 // caller took; on failure the token is given back. errNotRun (wrapped) says
 // that no shell came up but a session of its own may work.
 func (s *SSH) startShell(ctx context.Context) (*shell, error) {
+	begun := time.Now()
 	release := sync.OnceFunc(func() { <-s.sem })
 	session, client, err := s.newSession(ctx)
 	if err != nil {
@@ -361,8 +374,9 @@ func (s *SSH) startShell(ctx context.Context) (*shell, error) {
 		}
 		return nil, fmt.Errorf("host %q (%s): the shell ended before it started: %w", s.cfg.Name, s.cfg.Address, errNotRun)
 	}
-	s.shellsStarted.Add(1)
-	tflog.Debug(ctx, "started a shell", map[string]any{"host": s.cfg.Name, "address": s.cfg.Address})
+	sh.id = s.shellsStarted.Add(1)
+	tflog.Debug(ctx, "started a shell", map[string]any{"host": s.cfg.Name, "address": s.cfg.Address, "shell": sh.id,
+		"start_ms": time.Since(begun).Milliseconds()})
 	return sh, nil
 }
 
