@@ -383,6 +383,8 @@ fill_workspace() { # $1 = workspace
 	# seq is cut off by head: its SIGPIPE is expected.
 	{ seq -f 'line %.0f of the sandboxer checkpoint benchmark, compressible text' 1 100000000 2>/dev/null || true; } |
 		head -c $((CK_MIB * 524288)) | (cd "$1/text" && split -b "$per_file" -a 5 - t)
+	# The workspace is the SSH user's: the destroy removes what is in it.
+	if [ "$BENCH_USER" != root ]; then chown -R "$BENCH_USER" "$1/random" "$1/text"; fi
 }
 change_one_percent() { # $1 = workspace: 1% of the files rewritten, half of them random, half text
 	local f random text
