@@ -91,15 +91,18 @@ func WriteFile(ctx context.Context, t Transport, path string, data []byte, mode 
 // is not, or its host cannot take files that way (no sftp subsystem), the
 // data goes through a shell pipeline on the transport, with the same result.
 func Upload(ctx context.Context, t Transport, path string, r io.Reader, mode os.FileMode) error {
+	// A small file in memory may travel inside a command; its content is
+	// read without consuming r, which the other ways then read whole.
+	var small []byte
 	if b, ok := r.(*bytes.Reader); ok && b.Len() <= inlineMax {
-		if sw, ok := transportAs[smallFileWriter](t); ok {
-			data := make([]byte, b.Len())
-			_, _ = b.ReadAt(data, b.Size()-int64(b.Len())) // unread, as Upload's other ways read it
-			start := time.Now()
-			err := inlineWriteError(path, sw.WriteSmallFile(ctx, path, data, mode))
-			if !errors.Is(err, errNotRun) {
-				return logWrite(ctx, t, path, "idle shell", start, err)
-			}
+		small = make([]byte, b.Len())
+		_, _ = b.ReadAt(small, b.Size()-int64(b.Len()))
+	}
+	if sw, ok := transportAs[smallFileWriter](t); ok && small != nil {
+		start := time.Now()
+		err := inlineWriteError(path, sw.WriteSmallFile(ctx, path, small, mode))
+		if !errors.Is(err, errNotRun) {
+			return logWrite(ctx, t, path, "idle shell", start, err)
 		}
 	}
 	if fw, ok := transportAs[FileWriter](t); ok {
@@ -110,14 +113,10 @@ func Upload(ctx context.Context, t Transport, path string, r io.Reader, mode os.
 		}
 		// Nothing was read from r: the pipeline gets all of it.
 	}
-	if b, ok := r.(*bytes.Reader); ok && b.Len() <= inlineMax {
-		at := b.Size() - int64(b.Len())
-		data := make([]byte, b.Len())
-		_, _ = b.Read(data)
-		if script := inlineWrite(path, data, mode); len(script) <= shellScriptMax {
+	if small != nil {
+		if script := inlineWrite(path, small, mode); len(script) <= shellScriptMax {
 			return inlineWriteError(path, t.Run(ctx, script, nil, nil))
 		}
-		_, _ = b.Seek(at, io.SeekStart)
 	}
 	return uploadShell(ctx, t, path, r, mode)
 }
