@@ -178,9 +178,16 @@ func restoreVolumes(ctx context.Context, s *checkpoint.Store, m *checkpoint.Mani
 			if r, err = s.RestoreVolume(vol, dir, ropts); err != nil {
 				return res, err
 			}
-		} else if err := runHelper(ctx, "volume-restore", s.Dir, true, existing[i].Docker,
-			Request{Store: "/store", Workspace: "/v", Volume: &vol, Restore: ropts}, &r); err != nil {
-			return res, err
+		} else {
+			// Tearing the helper down waits until what it wrote is on
+			// disk: 0.25 s after an empty run, ~0.55 s after 512 MiB
+			// left dirty, 0.25 s again after a sync inside. Writeback
+			// started file by file overlaps that wait with the restore.
+			ropts.Writeback = true
+			if err := runHelper(ctx, "volume-restore", s.Dir, true, existing[i].Docker,
+				Request{Store: "/store", Workspace: "/v", Volume: &vol, Restore: ropts}, &r); err != nil {
+				return res, err
+			}
 		}
 		res.FilesRestored += r.FilesRestored
 		res.Pruned += r.Pruned

@@ -32,6 +32,12 @@ type RestoreOptions struct {
 	// the restore runs as root). Workspace entries belong to the restorer.
 	Owners  bool `json:"owners,omitempty"`
 	Workers int  // parallel object readers; 0 means 4
+	// Writeback starts writing each restored file to disk as soon as it
+	// is written, without waiting for it. For a restore run in a helper
+	// container: the engine syncs the filesystem when the container is
+	// torn down, and data already on its way to disk is cheaper to wait
+	// for there than data that has not started.
+	Writeback bool `json:"writeback,omitempty"`
 
 	// Done, when closed, means the caller has gone: a restore not yet
 	// applying stops before it changes the target.
@@ -99,7 +105,7 @@ func (s *Store) RestoreManifest(m *Manifest, env map[string]string, target strin
 	}
 	// Best effort: what staging still holds is only copies.
 	defer func() { _ = os.RemoveAll(staging) }()
-	staged, err := s.stage(todo, staging, opts.Workers, opts.Owners)
+	staged, err := s.stage(todo, staging, opts)
 	if err != nil {
 		return res, err // target untouched but for the staging directory, now removed
 	}
@@ -218,7 +224,7 @@ func (s *Store) restoreFresh(m *Manifest, env map[string]string, target string, 
 	}
 	err = forEachFile(m.Entries, opts.Workers, opts.Done, func(i int) error {
 		e := m.Entries[i]
-		return s.writeVerified(e, filepath.Join(target, filepath.FromSlash(e.Path)), opts.Owners)
+		return s.writeVerified(e, filepath.Join(target, filepath.FromSlash(e.Path)), opts)
 	})
 	if err != nil {
 		return res, err
@@ -277,11 +283,11 @@ func own(p string, e Entry, owners bool) error {
 
 // stage copies every file entry's object into staging, verifying digests.
 // The first mismatch or missing object fails the whole restore, naming the file.
-func (s *Store) stage(todo []Entry, staging string, workers int, owners bool) (map[string]string, error) {
+func (s *Store) stage(todo []Entry, staging string, opts RestoreOptions) (map[string]string, error) {
 	paths := make([]string, len(todo))
-	err := forEachFile(todo, workers, nil, func(i int) error {
+	err := forEachFile(todo, opts.Workers, nil, func(i int) error {
 		var err error
-		paths[i], err = s.stageOne(todo[i], staging, owners)
+		paths[i], err = s.stageOne(todo[i], staging, opts)
 		return err
 	})
 	if err != nil {
@@ -296,17 +302,18 @@ func (s *Store) stage(todo []Entry, staging string, workers int, owners bool) (m
 	return staged, nil
 }
 
-func (s *Store) stageOne(e Entry, staging string, owners bool) (string, error) {
+func (s *Store) stageOne(e Entry, staging string, opts RestoreOptions) (string, error) {
 	b := make([]byte, 8)
 	_, _ = rand.Read(b)
 	p := filepath.Join(staging, hex.EncodeToString(b))
-	return p, s.writeVerified(e, p, owners)
+	return p, s.writeVerified(e, p, opts)
 }
 
 // writeVerified copies e's object to the new file dst (never an existing
-// one: O_EXCL), checking its sha256 on the way; with owners, dst gets e's
-// owner (before its mode: a chown clears setuid and setgid bits).
-func (s *Store) writeVerified(e Entry, dst string, owners bool) error {
+// one: O_EXCL), checking its sha256 on the way; with opts.Owners, dst gets
+// e's owner (before its mode: a chown clears setuid and setgid bits); with
+// opts.Writeback, its writeback starts.
+func (s *Store) writeVerified(e Entry, dst string, opts RestoreOptions) error {
 	in, err := s.openObject(e.Digest)
 	if err != nil {
 		return fmt.Errorf("file %s: object %s is missing from the store: %w", e.Path, e.Digest, err)
@@ -318,7 +325,10 @@ func (s *Store) writeVerified(e Entry, dst string, owners bool) error {
 	}
 	h := sha256.New()
 	err = copyBuffered(io.MultiWriter(out, h), in)
-	if err == nil && owners {
+	if err == nil && opts.Writeback {
+		startWriteback(out)
+	}
+	if err == nil && opts.Owners {
 		err = out.Chown(e.UID, e.GID)
 	}
 	if err == nil {
