@@ -495,6 +495,30 @@ func (c *Client) Restore(ctx context.Context, h *hosts.Host, id, workspace strin
 	return r, err
 }
 
+// RestoreNew restores snapshot id of host src into workspace, a new
+// sandbox's, on host dst. When the snapshot has volumes for vols.Project
+// and both hosts are one, it restores the workspace alone and returns
+// fill, which fills the volumes: the caller runs it once, and meanwhile
+// may do what needs only the workspace's files. Otherwise (fill nil)
+// everything is restored before it returns, as RestoreFrom does.
+func (c *Client) RestoreNew(ctx context.Context, src *hosts.Host, id string, dst *hosts.Host, workspace string, vols *Volumes, opts checkpoint.RestoreOptions) (res checkpoint.RestoreResult, fill func(context.Context) (checkpoint.RestoreResult, error), err error) {
+	if src.Host() != dst.Host() || vols == nil {
+		res, err = c.RestoreFrom(ctx, src, id, dst, workspace, vols, opts)
+		return res, nil, err
+	}
+	req := Request{ID: id, Workspace: workspace, Volumes: vols, Restore: opts, Part: partWorkspace}
+	var a restoreAnswer
+	if err = c.call(ctx, src, "restore", req, &a); err != nil || !a.VolumesLeft {
+		return a.RestoreResult, nil, err
+	}
+	return a.RestoreResult, func(ctx context.Context) (checkpoint.RestoreResult, error) {
+		var r checkpoint.RestoreResult
+		req.Part = partVolumes
+		err := c.call(ctx, src, "restore", req, &r)
+		return r, err
+	}, nil
+}
+
 // RestoreFrom restores snapshot id of host src into workspace (and vols)
 // on host dst, transferring the objects dst lacks first (through this
 // process: the only time file data leaves a host). Nothing is recorded as

@@ -51,6 +51,24 @@ type Request struct {
 	// A volume helper's request: what to capture, or the volume to restore.
 	VolumeCapture checkpoint.VolumeCaptureOptions `json:"volume_capture,omitzero"`
 	Volume        *checkpoint.Volume              `json:"volume,omitempty"`
+	// Part splits a restore into a new sandbox in two: partWorkspace,
+	// then partVolumes (empty: both, in one call).
+	Part string `json:"part,omitempty"`
+}
+
+// The parts of a restore into a new sandbox: the workspace first, so that
+// what needs only its files (rendering the compose file) can start while
+// the volumes are filled.
+const (
+	partWorkspace = "workspace"
+	partVolumes   = "volumes"
+)
+
+// restoreAnswer is a restore's answer: with VolumesLeft, the snapshot has
+// volumes that a partVolumes call fills.
+type restoreAnswer struct {
+	checkpoint.RestoreResult
+	VolumesLeft bool `json:"volumes_left,omitempty"`
 }
 
 // contextUntil is a context that ends when done is closed (the client
@@ -238,14 +256,17 @@ func run(op string, req Request, stdin io.Reader, stdout io.Writer) (any, error)
 				return nil, err
 			}
 		}
+		volumes := len(m.Volumes) > 0 && req.Volumes != nil && req.Restore.Files
 		var vres checkpoint.RestoreResult
-		if len(m.Volumes) > 0 && req.Volumes != nil && req.Restore.Files {
+		if volumes && req.Part != partWorkspace {
 			ctx, cancel := contextUntil(req.Restore.Done)
 			defer cancel()
 			if err := m.Check(); err != nil {
 				return nil, err
 			}
-			if checkpoint.InPlace(req.Workspace) {
+			// Only a restore in one call writes over a workspace: the
+			// parts are for a new sandbox's.
+			if req.Part == "" && checkpoint.InPlace(req.Workspace) {
 				if err := s.Verify(m, req.Restore.Workers); err != nil {
 					return nil, err
 				}
@@ -254,10 +275,13 @@ func run(op string, req Request, stdin io.Reader, stdout io.Writer) (any, error)
 				return nil, err
 			}
 		}
+		if req.Part == partVolumes {
+			return vres, nil
+		}
 		res, err := s.RestoreManifest(m, env, req.Workspace, req.Restore)
 		res.FilesRestored += vres.FilesRestored
 		res.Pruned += vres.Pruned
-		return res, err
+		return restoreAnswer{RestoreResult: res, VolumesLeft: volumes && req.Part == partWorkspace}, err
 	case "missing":
 		missing := s.Missing(req.Digests)
 		if missing == nil {

@@ -190,6 +190,10 @@ type Request struct {
 	// Fill, when set, populates the new sandbox's workspace (and its
 	// compose volumes) before the sandbox starts: a restore from a snapshot.
 	Fill func(ctx context.Context, sb *Sandbox) error
+	// FillVolumes, when set, fills the volumes Fill left empty. It runs
+	// once Fill has, beside the steps that may run while it does
+	// (Step.WhileFilling), and ends before any other step starts.
+	FillVolumes func(ctx context.Context, sb *Sandbox) error
 	// Extension, when set, overrides the profile's (routing chose another).
 	Extension string
 	// TTL, when set, gives the sandbox an expiry; TTLText is how the
@@ -243,6 +247,9 @@ type Extension interface {
 type Step struct {
 	Name string // for the log
 	Run  func(ctx context.Context) error
+	// WhileFilling: the step needs the workspace's files but not the
+	// volumes', so it may run while Request.FillVolumes does.
+	WhileFilling bool
 }
 
 // Planner is an Extension that can tell at plan time, from the client

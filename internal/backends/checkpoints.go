@@ -257,10 +257,21 @@ func resume(ctx context.Context, ext Extension, h *hosts.Host, sb *Sandbox, star
 // the snapshot before it starts. The source sandbox is not touched.
 func (r *Registry) RestoreNew(ctx context.Context, snapHost *hosts.Host, snapshotID string, req Request) (*Sandbox, checkpoint.RestoreResult, error) {
 	var res checkpoint.RestoreResult
+	var fill func(context.Context) (checkpoint.RestoreResult, error)
 	req.Fill = func(ctx context.Context, sb *Sandbox) error {
 		var err error
-		res, err = r.agent.RestoreFrom(ctx, snapHost, snapshotID, req.Host, sb.WorkspaceDir, volumesOf(sb),
+		res, fill, err = r.agent.RestoreNew(ctx, snapHost, snapshotID, req.Host, sb.WorkspaceDir, volumesOf(sb),
 			checkpoint.RestoreOptions{Files: true, Env: true, Overwrite: true})
+		return err
+	}
+	// The volumes are filled while the steps that need only the
+	// workspace's files run (composessh renders its compose file).
+	req.FillVolumes = func(ctx context.Context, _ *Sandbox) error {
+		if fill == nil {
+			return nil
+		}
+		vres, err := fill(ctx)
+		res.FilesRestored += vres.FilesRestored
 		return err
 	}
 	sb, err := r.Create(ctx, req)

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/backends"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/catalog"
@@ -141,5 +142,73 @@ func TestRestoredComposeFile(t *testing.T) {
 		if c.wantErr != "" && (err == nil || !strings.Contains(err.Error(), c.wantErr)) {
 			t.Errorf("%q among %q: %v, want an error saying %q", c.name, c.only, err, c.wantErr)
 		}
+	}
+}
+
+// A restore's volumes are filled beside the steps that need only the
+// workspace's files (Step.WhileFilling), and are filled before any other
+// step starts; a step that fails waits for the fill, whose error is
+// reported with its own, before the teardown; a fill that fails fails the
+// create and is torn down.
+func TestCreateFillsVolumesBesideTheStepsThatMay(t *testing.T) {
+	for _, c := range []struct {
+		name       string
+		failRender bool
+		failFill   bool
+		wantErr    []string
+	}{
+		{name: "both work"},
+		{name: "the step beside the fill fails", failRender: true, failFill: true, wantErr: []string{"the rendering failed", "the fill failed"}},
+		{name: "the fill fails", failFill: true, wantErr: []string{"the fill failed"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+			defer cancel()
+			h, id := testharness.LocalHost(t), backends.NewID()
+			ws := filepath.Join(h.RootDir, backends.DirWorkspaceName(id))
+			rendered, filled := make(chan struct{}), false
+			ext := &stepsExtension{DirWorkspace: backends.DirWorkspace{Ext: "ext.steps"}, steps: []backends.Step{
+				{Name: "render", WhileFilling: true, Run: func(context.Context) error {
+					close(rendered)
+					if c.failRender {
+						return errors.New("the rendering failed")
+					}
+					return nil
+				}},
+				{Name: "up", Run: func(context.Context) error {
+					if !filled {
+						t.Error("a step that needs the volumes ran before they were filled")
+					}
+					return nil
+				}},
+			}}
+			_, err := backends.NewRegistry(ext).Create(ctx, backends.Request{ID: id, Host: h,
+				Profile: &catalog.Profile{Name: "p", Extension: "ext.steps"},
+				Fill:    func(context.Context, *backends.Sandbox) error { return nil },
+				FillVolumes: func(ctx context.Context, _ *backends.Sandbox) error {
+					select { // the step beside it runs meanwhile, or this waits forever
+					case <-rendered:
+					case <-ctx.Done():
+						return errors.New("the step that may run beside the fill did not")
+					}
+					if c.failFill {
+						return errors.New("the fill failed")
+					}
+					filled = true
+					return nil
+				},
+			})
+			if len(c.wantErr) == 0 && err != nil {
+				t.Fatal(err)
+			}
+			for _, want := range c.wantErr {
+				if err == nil || !strings.Contains(err.Error(), want) {
+					t.Errorf("create: %v; want an error saying %q", err, want)
+				}
+			}
+			if exists(ws) != (err == nil) {
+				t.Errorf("after the create (error %v) the workspace exists: %v", err, exists(ws))
+			}
+		})
 	}
 }

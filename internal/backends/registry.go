@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-log/tflog"
@@ -120,6 +121,25 @@ func (r *Registry) settleReaper(ctx context.Context, h *hosts.Host) error {
 	return err
 }
 
+// fillVolumes starts req.FillVolumes (if set) on sb and returns the wait
+// for it, which returns its error (every call: it runs once).
+func fillVolumes(ctx context.Context, req Request, sb *Sandbox) (await func() error) {
+	if req.FillVolumes == nil {
+		return func() error { return nil }
+	}
+	done := make(chan error, 1)
+	go func() { done <- req.FillVolumes(ctx, sb) }()
+	var once sync.Once
+	var err error
+	return func() error {
+		once.Do(func() {
+			err = <-done
+			tflog.Debug(ctx, "create: volumes filled")
+		})
+		return err
+	}
+}
+
 // create is every extension's create: the record is written before
 // anything is made on the host, then the workspace is made and the
 // extension's steps run, and the sandbox is waited ready. A failure tears
@@ -180,11 +200,24 @@ func (r *Registry) create(ctx context.Context, ext Extension, req Request) (*San
 		return cleanUp(err, tearDown)
 	}
 	tflog.Debug(ctx, "create: workspace made")
+	awaitFill := fillVolumes(ctx, req, sb)
 	for _, step := range steps {
+		if !step.WhileFilling {
+			if err := awaitFill(); err != nil {
+				return cleanUp(err, tearDown)
+			}
+		}
 		tflog.Debug(ctx, "create: step", map[string]any{"step": step.Name})
 		if err := step.Run(ctx); err != nil {
+			// The fill ends first: the teardown removes the volumes it writes.
+			if ferr := awaitFill(); ferr != nil {
+				err = errors.Join(err, ferr)
+			}
 			return cleanUp(err, tearDown)
 		}
+	}
+	if err := awaitFill(); err != nil {
+		return cleanUp(err, tearDown)
 	}
 	if req.TTL > 0 {
 		exp := sb.CreatedAt.Add(req.TTL)

@@ -256,7 +256,10 @@ func (e *Extension) Prepare(ctx context.Context, req backends.Request) (*backend
 		return err
 	}
 	up := func(ctx context.Context) error { return e.up(ctx, req, sb, compose, st.networks, rendered) }
-	return sb, append(steps, backends.Step{Name: "render the compose file", Run: render}, backends.Step{Name: "compose up", Run: up}), nil
+	// The rendering reads and writes the workspace only: a restore's
+	// volumes are filled meanwhile.
+	return sb, append(steps, backends.Step{Name: "render the compose file", Run: render, WhileFilling: true},
+		backends.Step{Name: "compose up", Run: up}), nil
 }
 
 // up reserves the subnets of the stack's networks, brings the stack up and
