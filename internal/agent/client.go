@@ -260,6 +260,63 @@ func (c *Client) forget(h *hosts.Host) {
 
 // call runs op on h with req, decoding the JSON answer into out.
 func (c *Client) call(ctx context.Context, h *hosts.Host, op string, req Request, out any) error {
+	return c.callWatching(ctx, h, op, req, out, nil)
+}
+
+// callAnswered runs op on h with req, for an op that answers before it
+// ends (the volumes part of a restore: the teardown of its helper
+// containers follows the answer). It returns once the answer is decoded
+// into out; end waits for the command's end and returns its error (a
+// failure after the answer). On error the command has ended.
+func (c *Client) callAnswered(ctx context.Context, h *hosts.Host, op string, req Request, out any) (end func() error, err error) {
+	answer := make(chan []byte, 1)
+	done := make(chan error, 1)
+	go func() { done <- c.callWatching(ctx, h, op, req, nil, answer) }()
+	var line []byte
+	select {
+	case line = <-answer:
+	case err = <-done:
+		if err != nil {
+			return nil, err
+		}
+		select { // the answer came, then the end, and both were ready
+		case line = <-answer:
+		default:
+		}
+		done <- nil
+	}
+	if json.Unmarshal(line, out) == nil {
+		return func() error { return <-done }, nil
+	}
+	// Not an answer: a result line (notFound) or garbage; the end says which.
+	if err := <-done; err != nil {
+		return nil, err
+	}
+	return nil, fmt.Errorf("host %q: unreadable agent answer to %s", h.Host(), op)
+}
+
+// firstLine passes everything written to w, and sends the first line
+// (newline included) on line once it is whole.
+type firstLine struct {
+	w    *bytes.Buffer
+	line chan<- []byte
+	sent bool
+}
+
+func (f *firstLine) Write(p []byte) (int, error) {
+	n, err := f.w.Write(p)
+	if !f.sent {
+		if i := bytes.IndexByte(f.w.Bytes(), '\n'); i >= 0 {
+			f.sent = true
+			f.line <- bytes.Clone(f.w.Bytes()[:i+1]) // buffered, read at most once
+		}
+	}
+	return n, err
+}
+
+// callWatching is call, also sending the answer's first line on first
+// (when not nil) as soon as it is written.
+func (c *Client) callWatching(ctx context.Context, h *hosts.Host, op string, req Request, out any, first chan<- []byte) error {
 	req.Store, req.Mark = StoreDir(h), hosts.NewMark()
 	body, err := json.Marshal(req)
 	if err != nil {
@@ -267,13 +324,18 @@ func (c *Client) call(ctx context.Context, h *hosts.Host, op string, req Request
 	}
 	inArgs := requestInArgs(h.Local, req, body)
 	var stdout bytes.Buffer
+	var w io.Writer = &stdout
+	if first != nil {
+		// An attempt retried below wrote nothing: the line is sent once.
+		w = &firstLine{w: &stdout, line: first}
+	}
 	for attempt := 1; ; attempt++ {
 		path, guessed, err := c.agentPathOrGuess(ctx, h, attempt == 1)
 		if err != nil {
 			return err
 		}
 		stdout.Reset()
-		err = runAgent(ctx, h, path, op, body, inArgs, &stdout)
+		err = runAgent(ctx, h, path, op, body, inArgs, w)
 		if attempt == 1 && !h.Local && (hosts.IsExitCode(err, exitCommandNotFound) || guessed && hosts.IsExitCode(err, exitCannotExecute)) {
 			// Nothing ran: the guess was wrong (not installed, or another
 			// platform), or the agent installed earlier is gone (a provider
@@ -499,9 +561,13 @@ func (c *Client) Restore(ctx context.Context, h *hosts.Host, id, workspace strin
 // sandbox's, on host dst. When the snapshot has volumes for vols.Project
 // and both hosts are one, it restores the workspace alone and returns
 // fill, which fills the volumes: the caller runs it once, and meanwhile
-// may do what needs only the workspace's files. Otherwise (fill nil)
-// everything is restored before it returns, as RestoreFrom does.
-func (c *Client) RestoreNew(ctx context.Context, src *hosts.Host, id string, dst *hosts.Host, workspace string, vols *Volumes, opts checkpoint.RestoreOptions) (res checkpoint.RestoreResult, fill func(context.Context) (checkpoint.RestoreResult, error), err error) {
+// may do what needs only the workspace's files. fill returns once the
+// volumes are written, with end, which waits for what the fill leaves
+// running on the host (volume helpers being removed) and which the
+// caller calls, always, before the sandbox is ready or torn down.
+// Otherwise (fill nil) everything is restored before it returns, as
+// RestoreFrom does.
+func (c *Client) RestoreNew(ctx context.Context, src *hosts.Host, id string, dst *hosts.Host, workspace string, vols *Volumes, opts checkpoint.RestoreOptions) (res checkpoint.RestoreResult, fill func(context.Context) (checkpoint.RestoreResult, func() error, error), err error) {
 	if src.Host() != dst.Host() || vols == nil {
 		res, err = c.RestoreFrom(ctx, src, id, dst, workspace, vols, opts)
 		return res, nil, err
@@ -511,11 +577,11 @@ func (c *Client) RestoreNew(ctx context.Context, src *hosts.Host, id string, dst
 	if err = c.call(ctx, src, "restore", req, &a); err != nil || !a.VolumesLeft {
 		return a.RestoreResult, nil, err
 	}
-	return a.RestoreResult, func(ctx context.Context) (checkpoint.RestoreResult, error) {
+	return a.RestoreResult, func(ctx context.Context) (checkpoint.RestoreResult, func() error, error) {
 		var r checkpoint.RestoreResult
 		req.Part = partVolumes
-		err := c.call(ctx, src, "restore", req, &r)
-		return r, err
+		end, err := c.callAnswered(ctx, src, "restore", req, &r)
+		return r, end, err
 	}, nil
 }
 

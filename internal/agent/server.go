@@ -258,6 +258,7 @@ func run(op string, req Request, stdin io.Reader, stdout io.Writer) (any, error)
 		}
 		volumes := len(m.Volumes) > 0 && req.Volumes != nil && req.Restore.Files
 		var vres checkpoint.RestoreResult
+		settle := func() error { return nil }
 		if volumes && req.Part != partWorkspace {
 			ctx, cancel := contextUntil(req.Restore.Done)
 			defer cancel()
@@ -271,14 +272,24 @@ func run(op string, req Request, stdin io.Reader, stdout io.Writer) (any, error)
 					return nil, err
 				}
 			}
-			if vres, err = restoreVolumes(ctx, s, m, req.Volumes.Project, req.Restore); err != nil {
+			if vres, settle, err = restoreVolumes(ctx, s, m, req.Volumes.Project, req.Restore); err != nil {
 				return nil, err
 			}
 		}
 		if req.Part == partVolumes {
-			return vres, nil
+			// Answered before the helper containers are gone: their
+			// teardown waits until the data is on disk, and the client
+			// starts the services meanwhile (Client.RestoreNew). A helper
+			// that fails after its answer still fails the call.
+			if err := json.NewEncoder(stdout).Encode(vres); err != nil {
+				return nil, errors.Join(err, settle())
+			}
+			return nil, settle()
 		}
 		res, err := s.RestoreManifest(m, env, req.Workspace, req.Restore)
+		if serr := settle(); serr != nil {
+			err = errors.Join(err, serr)
+		}
 		res.FilesRestored += vres.FilesRestored
 		res.Pruned += vres.Pruned
 		return restoreAnswer{RestoreResult: res, VolumesLeft: volumes && req.Part == partWorkspace}, err

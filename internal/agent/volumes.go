@@ -130,7 +130,7 @@ func captureVolumes(ctx context.Context, store string, vols *Volumes, opts check
 			if cv, err = (&checkpoint.Store{Dir: store}).CaptureVolume(dir, vopts); err != nil {
 				return nil, 0, err
 			}
-		} else if err := runHelper(ctx, "volume-capture", store, false, v.Docker, Request{Store: "/store", Workspace: "/v", VolumeCapture: vopts}, &cv); err != nil {
+		} else if err := helperDone(runHelper(ctx, "volume-capture", store, false, v.Docker, Request{Store: "/store", Workspace: "/v", VolumeCapture: vopts}, &cv)); err != nil {
 			return nil, 0, err
 		}
 		used = used.Add(cv.Volume.Entries)
@@ -145,54 +145,76 @@ func captureVolumes(ctx context.Context, store string, vols *Volumes, opts check
 // labels its own, so compose adopts them and teardown removes them).
 // Each helper verifies its volume's objects before changing it (the
 // caller verifies them all first when writing over existing content).
-func restoreVolumes(ctx context.Context, s *checkpoint.Store, m *checkpoint.Manifest, project string, opts checkpoint.RestoreOptions) (checkpoint.RestoreResult, error) {
-	var res checkpoint.RestoreResult
+// It returns once every volume is written; settle waits until the helper
+// containers are gone (runHelper) and returns what failed then. The caller
+// calls it, always (it is never nil); on error there is nothing to settle.
+func restoreVolumes(ctx context.Context, s *checkpoint.Store, m *checkpoint.Manifest, project string, opts checkpoint.RestoreOptions) (res checkpoint.RestoreResult, settle func() error, err error) {
+	var ends []func() error
+	settle = func() error {
+		var errs []error
+		for _, end := range ends {
+			errs = append(errs, end())
+		}
+		ends = nil
+		return errors.Join(errs...)
+	}
+	defer func() {
+		if err != nil {
+			if serr := settle(); serr != nil {
+				err = errors.Join(err, serr)
+			}
+			res = checkpoint.RestoreResult{}
+		}
+	}()
 	existing, err := listVolumes(ctx, project)
 	if err != nil {
-		return res, err
+		return res, settle, err
 	}
 	created := false
 	for _, v := range m.Volumes {
 		if !slices.ContainsFunc(existing, func(e projectVolume) bool { return e.Name == v.Name }) {
 			if _, err := docker(ctx, nil, "volume", "create", "--label", labelProject+"="+project,
 				"--label", labelVolume+"="+v.Name, project+"_"+v.Name); err != nil {
-				return res, fmt.Errorf("unable to create volume %s_%s: %w", project, v.Name, err)
+				return res, settle, fmt.Errorf("unable to create volume %s_%s: %w", project, v.Name, err)
 			}
 			created = true
 		}
 	}
 	if created {
 		if existing, err = listVolumes(ctx, project); err != nil {
-			return res, err
+			return res, settle, err
 		}
 	}
 	for _, v := range m.Volumes {
 		i := slices.IndexFunc(existing, func(e projectVolume) bool { return e.Name == v.Name })
 		if i < 0 {
-			return res, fmt.Errorf("volume %s_%s was created but is not listed", project, v.Name)
+			return res, settle, fmt.Errorf("volume %s_%s was created but is not listed", project, v.Name)
 		}
 		var r checkpoint.RestoreResult
 		vol := v
 		ropts := checkpoint.RestoreOptions{Files: true, Overwrite: true, Prune: opts.Prune, Workers: opts.Workers, Done: opts.Done}
 		if dir := direct(existing[i]); dir != "" {
 			if r, err = s.RestoreVolume(vol, dir, ropts); err != nil {
-				return res, err
+				return res, settle, err
 			}
 		} else {
 			// Tearing the helper down waits until what it wrote is on
 			// disk: 0.25 s after an empty run, ~0.55 s after 512 MiB
 			// left dirty, 0.25 s again after a sync inside. Writeback
-			// started file by file overlaps that wait with the restore.
+			// started file by file overlaps that wait with the restore,
+			// and the caller's next steps overlap what remains of it.
 			ropts.Writeback = true
-			if err := runHelper(ctx, "volume-restore", s.Dir, true, existing[i].Docker,
-				Request{Store: "/store", Workspace: "/v", Volume: &vol, Restore: ropts}, &r); err != nil {
-				return res, err
+			end, err := runHelper(ctx, "volume-restore", s.Dir, true, existing[i].Docker,
+				Request{Store: "/store", Workspace: "/v", Volume: &vol, Restore: ropts}, &r)
+			if err != nil {
+				return res, settle, err
 			}
+			ends = append(ends, end)
 		}
 		res.FilesRestored += r.FilesRestored
 		res.Pruned += r.Pruned
 	}
-	return res, nil
+	return res, settle, nil
 }
 
 // direct is the local directory of v's data when this agent reads and
@@ -242,19 +264,23 @@ func localEngine() bool {
 // runHelper runs op of this agent in a helper container with docker
 // volume vol at /v and the store at /store, req on its stdin (held open:
 // EOF tells it the caller went away), and decodes its answer into out.
-func runHelper(ctx context.Context, op, store string, readOnlyStore bool, vol string, req Request, out any) error {
+// It returns once the answer is in: end waits until the container is gone
+// (the engine's teardown of it waits until what it wrote is on disk) and
+// returns what failed then; the caller calls it, always. On error the
+// helper is gone already.
+func runHelper(ctx context.Context, op, store string, readOnlyStore bool, vol string, req Request, out any) (end func() error, err error) {
 	self, err := os.Executable()
 	if err != nil {
-		return fmt.Errorf("volume helper: unable to locate the agent: %w", err)
+		return nil, fmt.Errorf("volume helper: unable to locate the agent: %w", err)
 	}
 	if self, err = filepath.EvalSymlinks(self); err != nil {
-		return fmt.Errorf("volume helper: unable to locate the agent: %w", err)
+		return nil, fmt.Errorf("volume helper: unable to locate the agent: %w", err)
 	}
 	if store, err = filepath.Abs(store); err != nil {
-		return err
+		return nil, err
 	}
 	if err := ensureHelperImage(ctx); err != nil {
-		return err
+		return nil, err
 	}
 	storeMount := store + ":/store"
 	if readOnlyStore {
@@ -264,37 +290,59 @@ func runHelper(ctx context.Context, op, store string, readOnlyStore bool, vol st
 		"--entrypoint", "/sandboxer-agent", "-v", self + ":/sandboxer-agent:ro", "-v", storeMount, "-v", vol + ":/v"}
 	libs, err := libraryMounts(self)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	args = append(args, libs...)
 	args = append(args, helperImage, Command, op)
 	body, err := json.Marshal(req)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	// The request, then stdin held open until the helper is done (Wait
 	// closes it once the process has exited).
 	cmd := exec.CommandContext(ctx, "docker", args...)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("volume %s: docker run: %w", vol, err)
+		return nil, fmt.Errorf("volume %s: docker run: %w", vol, err)
 	}
 	_, werr := stdin.Write(append(body, '\n'))
-	if err := cmd.Wait(); err != nil {
-		return fmt.Errorf("volume %s: %s: %s", vol, op, lastLines(stderr.String()))
+	// The answer is one JSON value, written once the work is done; the
+	// helper writes nothing after it.
+	derr := json.NewDecoder(stdout).Decode(out)
+	end = func() error {
+		_, _ = io.Copy(io.Discard, stdout) // read to its end before Wait, as Wait requires
+		if err := cmd.Wait(); err != nil {
+			return fmt.Errorf("volume %s: %s: %s", vol, op, lastLines(stderr.String()))
+		}
+		return nil
+	}
+	if derr == nil && werr == nil {
+		return end, nil
+	}
+	if err := end(); err != nil {
+		return nil, err
 	}
 	if werr != nil {
-		return fmt.Errorf("volume %s: %s: %w", vol, op, werr)
+		return nil, fmt.Errorf("volume %s: %s: %w", vol, op, werr)
 	}
-	if err := json.Unmarshal(stdout.Bytes(), out); err != nil {
-		return fmt.Errorf("volume %s: unreadable helper answer to %s: %w", vol, op, err)
+	return nil, fmt.Errorf("volume %s: unreadable helper answer to %s: %w", vol, op, derr)
+}
+
+// helperDone waits for the helper runHelper started: its end, or its error.
+func helperDone(end func() error, err error) error {
+	if err != nil {
+		return err
 	}
-	return nil
+	return end()
 }
 
 // ensureHelperImage imports the helper image, an empty file system, unless

@@ -192,8 +192,11 @@ type Request struct {
 	Fill func(ctx context.Context, sb *Sandbox) error
 	// FillVolumes, when set, fills the volumes Fill left empty. It runs
 	// once Fill has, beside the steps that may run while it does
-	// (Step.WhileFilling), and ends before any other step starts.
-	FillVolumes func(ctx context.Context, sb *Sandbox) error
+	// (Step.WhileFilling), and returns before any other step starts.
+	// settled (nil: nothing to wait for) waits for what it leaves
+	// running on the host, which the create waits for before the sandbox
+	// is ready or torn down.
+	FillVolumes func(ctx context.Context, sb *Sandbox) (settled func() error, err error)
 	// Extension, when set, overrides the profile's (routing chose another).
 	Extension string
 	// TTL, when set, gives the sandbox an expiry; TTLText is how the

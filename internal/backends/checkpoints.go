@@ -257,7 +257,7 @@ func resume(ctx context.Context, ext Extension, h *hosts.Host, sb *Sandbox, star
 // the snapshot before it starts. The source sandbox is not touched.
 func (r *Registry) RestoreNew(ctx context.Context, snapHost *hosts.Host, snapshotID string, req Request) (*Sandbox, checkpoint.RestoreResult, error) {
 	var res checkpoint.RestoreResult
-	var fill func(context.Context) (checkpoint.RestoreResult, error)
+	var fill func(context.Context) (checkpoint.RestoreResult, func() error, error)
 	req.Fill = func(ctx context.Context, sb *Sandbox) error {
 		var err error
 		res, fill, err = r.agent.RestoreNew(ctx, snapHost, snapshotID, req.Host, sb.WorkspaceDir, volumesOf(sb),
@@ -265,14 +265,15 @@ func (r *Registry) RestoreNew(ctx context.Context, snapHost *hosts.Host, snapsho
 		return err
 	}
 	// The volumes are filled while the steps that need only the
-	// workspace's files run (composessh renders its compose file).
-	req.FillVolumes = func(ctx context.Context, _ *Sandbox) error {
+	// workspace's files run (composessh renders its compose file), and
+	// the helpers that filled them are removed while the rest run.
+	req.FillVolumes = func(ctx context.Context, _ *Sandbox) (func() error, error) {
 		if fill == nil {
-			return nil
+			return nil, nil
 		}
-		vres, err := fill(ctx)
+		vres, end, err := fill(ctx)
 		res.FilesRestored += vres.FilesRestored
-		return err
+		return end, err
 	}
 	sb, err := r.Create(ctx, req)
 	return sb, res, err

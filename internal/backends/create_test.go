@@ -147,26 +147,29 @@ func TestRestoredComposeFile(t *testing.T) {
 
 // A restore's volumes are filled beside the steps that need only the
 // workspace's files (Step.WhileFilling), and are filled before any other
-// step starts; a step that fails waits for the fill, whose error is
-// reported with its own, before the teardown; a fill that fails fails the
-// create and is torn down.
+// step starts; what the fill leaves running is waited for before the
+// create returns, and a failure there fails it; a step that fails waits
+// for the fill, whose error is reported with its own, before the teardown;
+// a fill that fails fails the create and is torn down.
 func TestCreateFillsVolumesBesideTheStepsThatMay(t *testing.T) {
 	for _, c := range []struct {
 		name       string
 		failRender bool
 		failFill   bool
+		failSettle bool
 		wantErr    []string
 	}{
-		{name: "both work"},
+		{name: "all works"},
 		{name: "the step beside the fill fails", failRender: true, failFill: true, wantErr: []string{"the rendering failed", "the fill failed"}},
 		{name: "the fill fails", failFill: true, wantErr: []string{"the fill failed"}},
+		{name: "what the fill left fails", failSettle: true, wantErr: []string{"a helper failed after its answer"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 			defer cancel()
 			h, id := testharness.LocalHost(t), backends.NewID()
 			ws := filepath.Join(h.RootDir, backends.DirWorkspaceName(id))
-			rendered, filled := make(chan struct{}), false
+			rendered, filled, settled := make(chan struct{}), false, false
 			ext := &stepsExtension{DirWorkspace: backends.DirWorkspace{Ext: "ext.steps"}, steps: []backends.Step{
 				{Name: "render", WhileFilling: true, Run: func(context.Context) error {
 					close(rendered)
@@ -185,17 +188,23 @@ func TestCreateFillsVolumesBesideTheStepsThatMay(t *testing.T) {
 			_, err := backends.NewRegistry(ext).Create(ctx, backends.Request{ID: id, Host: h,
 				Profile: &catalog.Profile{Name: "p", Extension: "ext.steps"},
 				Fill:    func(context.Context, *backends.Sandbox) error { return nil },
-				FillVolumes: func(ctx context.Context, _ *backends.Sandbox) error {
+				FillVolumes: func(ctx context.Context, _ *backends.Sandbox) (func() error, error) {
 					select { // the step beside it runs meanwhile, or this waits forever
 					case <-rendered:
 					case <-ctx.Done():
-						return errors.New("the step that may run beside the fill did not")
+						return nil, errors.New("the step that may run beside the fill did not")
 					}
 					if c.failFill {
-						return errors.New("the fill failed")
+						return nil, errors.New("the fill failed")
 					}
 					filled = true
-					return nil
+					return func() error {
+						settled = true
+						if c.failSettle {
+							return errors.New("a helper failed after its answer")
+						}
+						return nil
+					}, nil
 				},
 			})
 			if len(c.wantErr) == 0 && err != nil {
@@ -205,6 +214,9 @@ func TestCreateFillsVolumesBesideTheStepsThatMay(t *testing.T) {
 				if err == nil || !strings.Contains(err.Error(), want) {
 					t.Errorf("create: %v; want an error saying %q", err, want)
 				}
+			}
+			if filled && !settled {
+				t.Error("the create returned before what the fill left running had ended")
 			}
 			if exists(ws) != (err == nil) {
 				t.Errorf("after the create (error %v) the workspace exists: %v", err, exists(ws))

@@ -121,23 +121,44 @@ func (r *Registry) settleReaper(ctx context.Context, h *hosts.Host) error {
 	return err
 }
 
-// fillVolumes starts req.FillVolumes (if set) on sb and returns the wait
-// for it, which returns its error (every call: it runs once).
-func fillVolumes(ctx context.Context, req Request, sb *Sandbox) (await func() error) {
+// fillVolumes starts req.FillVolumes (if set) on sb and returns two
+// waits: filled, for the volumes to be written, and settled, for that and
+// then for what the fill left running. Each returns its own error (the
+// fill's, what failed of what it left), at every call.
+func fillVolumes(ctx context.Context, req Request, sb *Sandbox) (filled, settled func() error) {
 	if req.FillVolumes == nil {
-		return func() error { return nil }
+		none := func() error { return nil }
+		return none, none
 	}
-	done := make(chan error, 1)
-	go func() { done <- req.FillVolumes(ctx, sb) }()
-	var once sync.Once
-	var err error
-	return func() error {
-		once.Do(func() {
-			err = <-done
+	type result struct {
+		settled func() error
+		err     error
+	}
+	done := make(chan result, 1)
+	go func() {
+		s, err := req.FillVolumes(ctx, sb)
+		done <- result{s, err}
+	}()
+	var fillOnce, settleOnce sync.Once
+	var res result
+	var settleErr error
+	filled = func() error {
+		fillOnce.Do(func() {
+			res = <-done
 			tflog.Debug(ctx, "create: volumes filled")
 		})
-		return err
+		return res.err
 	}
+	settled = func() error {
+		settleOnce.Do(func() {
+			_ = filled() // its error is filled's to report
+			if res.settled != nil {
+				settleErr = res.settled()
+			}
+		})
+		return settleErr
+	}
+	return filled, settled
 }
 
 // create is every extension's create: the record is written before
@@ -200,23 +221,20 @@ func (r *Registry) create(ctx context.Context, ext Extension, req Request) (*San
 		return cleanUp(err, tearDown)
 	}
 	tflog.Debug(ctx, "create: workspace made")
-	awaitFill := fillVolumes(ctx, req, sb)
+	filled, settled := fillVolumes(ctx, req, sb)
 	for _, step := range steps {
 		if !step.WhileFilling {
-			if err := awaitFill(); err != nil {
-				return cleanUp(err, tearDown)
+			if err := filled(); err != nil {
+				return cleanUp(errors.Join(err, settled()), tearDown)
 			}
 		}
 		tflog.Debug(ctx, "create: step", map[string]any{"step": step.Name})
 		if err := step.Run(ctx); err != nil {
 			// The fill ends first: the teardown removes the volumes it writes.
-			if ferr := awaitFill(); ferr != nil {
-				err = errors.Join(err, ferr)
-			}
-			return cleanUp(err, tearDown)
+			return cleanUp(errors.Join(err, filled(), settled()), tearDown)
 		}
 	}
-	if err := awaitFill(); err != nil {
+	if err := errors.Join(filled(), settled()); err != nil {
 		return cleanUp(err, tearDown)
 	}
 	if req.TTL > 0 {
