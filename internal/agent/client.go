@@ -585,6 +585,24 @@ func (c *Client) RestoreNew(ctx context.Context, src *hosts.Host, id string, dst
 	}, nil
 }
 
+// RestoreAnswered is RestoreFrom, returning once the snapshot is written:
+// end waits for what the restore leaves running on the host (volume
+// helpers being removed) and returns what failed then. The caller calls
+// end, always (it is never nil), before it is done with the sandbox.
+func (c *Client) RestoreAnswered(ctx context.Context, src *hosts.Host, id string, dst *hosts.Host, workspace string, vols *Volumes, opts checkpoint.RestoreOptions) (res checkpoint.RestoreResult, end func() error, err error) {
+	end = func() error { return nil }
+	if src.Host() != dst.Host() {
+		res, err = c.RestoreFrom(ctx, src, id, dst, workspace, vols, opts)
+		return res, end, err
+	}
+	var a restoreAnswer
+	e, err := c.callAnswered(ctx, src, "restore", Request{ID: id, Workspace: workspace, Volumes: vols, Restore: opts}, &a)
+	if err != nil {
+		return res, end, err
+	}
+	return a.RestoreResult, e, nil
+}
+
 // RestoreFrom restores snapshot id of host src into workspace (and vols)
 // on host dst, transferring the objects dst lacks first (through this
 // process: the only time file data leaves a host). Nothing is recorded as

@@ -276,23 +276,25 @@ func run(op string, req Request, stdin io.Reader, stdout io.Writer) (any, error)
 				return nil, err
 			}
 		}
-		if req.Part == partVolumes {
-			// Answered before the helper containers are gone: their
-			// teardown waits until the data is on disk, and the client
-			// starts the services meanwhile (Client.RestoreNew). A helper
-			// that fails after its answer still fails the call.
-			if err := json.NewEncoder(stdout).Encode(vres); err != nil {
+		var answer any = vres
+		if req.Part != partVolumes {
+			res, err := s.RestoreManifest(m, env, req.Workspace, req.Restore)
+			if err != nil {
 				return nil, errors.Join(err, settle())
 			}
-			return nil, settle()
+			res.FilesRestored += vres.FilesRestored
+			res.Pruned += vres.Pruned
+			answer = restoreAnswer{RestoreResult: res, VolumesLeft: volumes && req.Part == partWorkspace}
 		}
-		res, err := s.RestoreManifest(m, env, req.Workspace, req.Restore)
-		if serr := settle(); serr != nil {
-			err = errors.Join(err, serr)
+		// Answered before the helper containers are gone: their teardown
+		// waits until the data is on disk, and a client that reads the
+		// answer as it comes (Client.callAnswered) starts the services
+		// meanwhile. A helper that fails after its answer still fails the
+		// call.
+		if err := json.NewEncoder(stdout).Encode(answer); err != nil {
+			return nil, errors.Join(err, settle())
 		}
-		res.FilesRestored += vres.FilesRestored
-		res.Pruned += vres.Pruned
-		return restoreAnswer{RestoreResult: res, VolumesLeft: volumes && req.Part == partWorkspace}, err
+		return nil, settle()
 	case "missing":
 		missing := s.Missing(req.Digests)
 		if missing == nil {

@@ -100,18 +100,21 @@ func projectName(t *testing.T, role string) string {
 	return "sbx-agenttest-" + role + "-" + hex.EncodeToString(b)
 }
 
-// A restore into a new sandbox answers for its volumes as soon as they are
-// written, before the helper containers that wrote them are gone (their
-// teardown waits for the data to reach the disk): the caller starts the
+// A restore answers for its volumes as soon as they are written, before
+// the helper containers that wrote them are gone (their teardown waits for
+// the data to reach the disk): into a new sandbox (the volumes part of
+// RestoreNew) and in place (RestoreAnswered), the caller starts the
 // services meanwhile, and waits for the rest with end, which reports a
 // helper that failed after its answer.
-func TestRestoreNewAnswersBeforeTheHelpersAreGone(t *testing.T) {
+func TestRestoreAnswersBeforeTheHelpersAreGone(t *testing.T) {
 	testharness.RequireDocker(t)
 	for _, c := range []struct {
 		name, rc, wantEnd string
+		inPlace           bool
 	}{
 		{name: "the helper ends well"},
 		{name: "the helper fails after its answer", rc: "3", wantEnd: "volume-restore"},
+		{name: "in place", inPlace: true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			release := helperWrapper(t, c.rc)
@@ -175,6 +178,21 @@ func TestRestoreNewAnswersBeforeTheHelpersAreGone(t *testing.T) {
 			}
 			if c.wantEnd != "" && (err == nil || !strings.Contains(err.Error(), c.wantEnd) || !strings.Contains(err.Error(), dst+"_data")) {
 				t.Fatalf("end: %v; want an error naming the volume and %q", err, c.wantEnd)
+			}
+			if c.inPlace {
+				testharness.InVolume(t, dst+"_data", "echo broken > /v/a.txt; echo junk > /v/junk.txt")
+				res, end, err := c0.RestoreAnswered(ctx, h, "snap-1", h, target, &Volumes{Project: dst},
+					checkpoint.RestoreOptions{Files: true, Overwrite: true, Prune: true})
+				if err != nil {
+					t.Fatalf("in place: %v (a restore that waits for its helper's end returns only when ctx ends)", err)
+				}
+				if got := testharness.InVolume(t, dst+"_data", "cat /v/a.txt; ls /v"); got != "one\na.txt\nd" || res.Pruned != 1 {
+					t.Errorf("in place: the volume holds %q, %d pruned", got, res.Pruned)
+				}
+				releaseHelper(ctx, t, release)
+				if err := end(); err != nil {
+					t.Fatalf("in place: end: %v", err)
+				}
 			}
 			out, err := exec.Command("docker", "ps", "-aq", "--filter", "label="+helperLabel).Output()
 			if err != nil || strings.TrimSpace(string(out)) != "" {

@@ -229,13 +229,19 @@ func (r *Registry) RestoreInPlace(ctx context.Context, snapHost *hosts.Host, sna
 	if err != nil {
 		return res, err
 	}
+	end := func() error { return nil }
 	if err = snap.Stop(ctx, h, sb); err == nil {
-		res, err = r.agent.RestoreFrom(ctx, snapHost, snapshotID, h, sb.WorkspaceDir, volumesOf(sb), opts)
+		res, end, err = r.agent.RestoreAnswered(ctx, snapHost, snapshotID, h, sb.WorkspaceDir, volumesOf(sb), opts)
 	}
 	// The services start again even when the stop (perhaps half done) or
 	// the restore failed, or its context ended: the sandbox is never left
-	// stopped by a restore.
-	return res, resume(ctx, ext, h, sb, snap.Start, err)
+	// stopped by a restore. They start while the volume helpers that
+	// wrote the volumes are removed, which end waits for.
+	err = resume(ctx, ext, h, sb, snap.Start, err)
+	if eerr := end(); eerr != nil {
+		err = errors.Join(err, eerr)
+	}
+	return res, err
 }
 
 // resume runs start (Unpause or Start) on sb and waits until sb is ready
