@@ -264,8 +264,8 @@ func (c *Client) call(ctx context.Context, h *hosts.Host, op string, req Request
 }
 
 // callAnswered runs op on h with req, for an op that answers before it
-// ends (the volumes part of a restore: the teardown of its helper
-// containers follows the answer). It returns once the answer is decoded
+// ends (a restore: the removal of its volume helpers follows the
+// answer). It returns once the answer is decoded
 // into out; end waits for the command's end and returns its error (a
 // failure after the answer). On error the command has ended.
 func (c *Client) callAnswered(ctx context.Context, h *hosts.Host, op string, req Request, out any) (end func() error, err error) {
