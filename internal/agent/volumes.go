@@ -192,18 +192,16 @@ func restoreVolumes(ctx context.Context, s *checkpoint.Store, m *checkpoint.Mani
 		}
 		var r checkpoint.RestoreResult
 		vol := v
-		ropts := checkpoint.RestoreOptions{Files: true, Overwrite: true, Prune: opts.Prune, Workers: opts.Workers, Done: opts.Done}
+		ropts := checkpoint.RestoreOptions{Files: true, Overwrite: true, Prune: opts.Prune, Workers: opts.Workers, Done: opts.Done,
+			Writeback: opts.Writeback}
 		if dir := direct(existing[i]); dir != "" {
 			if r, err = s.RestoreVolume(vol, dir, ropts); err != nil {
 				return res, settle, err
 			}
 		} else {
 			// Tearing the helper down waits until what it wrote is on
-			// disk: 0.25 s after an empty run, ~0.55 s after 512 MiB
-			// left dirty, 0.25 s again after a sync inside. Writeback
-			// started file by file overlaps that wait with the restore,
-			// and the caller's next steps overlap what remains of it.
-			ropts.Writeback = true
+			// disk (0.25 s after an empty run, ~0.55 s after 512 MiB
+			// left dirty): the caller's next steps overlap that.
 			end, err := runHelper(ctx, "volume-restore", s.Dir, true, existing[i].Docker,
 				Request{Store: "/store", Workspace: "/v", Volume: &vol, Restore: ropts}, &r)
 			if err != nil {

@@ -33,10 +33,10 @@ type RestoreOptions struct {
 	Owners  bool `json:"owners,omitempty"`
 	Workers int  // parallel object readers; 0 means 4
 	// Writeback starts writing each restored file to disk as soon as it
-	// is written, without waiting for it. For a restore run in a helper
-	// container: the engine syncs the filesystem when the container is
-	// torn down, and data already on its way to disk is cheaper to wait
-	// for there than data that has not started.
+	// is written, without waiting for it: what comes after the restore
+	// and waits for the data to be on disk (a helper container's
+	// teardown; the engine creating a container, on ext4) then waits
+	// less, since the disk worked during the restore.
 	Writeback bool `json:"writeback,omitempty"`
 
 	// Done, when closed, means the caller has gone: a restore not yet
