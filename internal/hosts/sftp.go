@@ -317,9 +317,12 @@ func (s *SSH) openSFTP(ctx context.Context, conn *ssh.Client) (*sftpState, error
 		ch   ssh.Channel
 		reqs <-chan *ssh.Request
 	}
+	gone := s.gone(conn)
 	o, err := whileRefused(ctx, s.closeIdleShell, func() (opened, error) {
-		ch, reqs, err := conn.OpenChannel("session", nil)
-		return opened{ch, reqs}, err
+		return withContext(ctx, gone, func() (opened, error) {
+			ch, reqs, err := conn.OpenChannel("session", nil)
+			return opened{ch, reqs}, err
+		}, func(o opened) { _ = o.ch.Close() })
 	})
 	ch, reqs := o.ch, o.reqs
 	if err != nil {

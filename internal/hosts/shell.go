@@ -253,7 +253,7 @@ func (s *SSH) startWhenFree(ctx context.Context) (*shell, error) {
 // refusal, is an answer); a connection that answers nothing is closed by
 // its keepAlive, which ends the wait.
 func alive(ctx context.Context, client *ssh.Client) bool {
-	_, err := withContext(ctx, func() (bool, error) {
+	_, err := withContext(ctx, nil, func() (bool, error) {
 		_, _, err := client.SendRequest("keepalive@openssh.com", true, nil)
 		return true, err
 	}, func(bool) {})

@@ -79,7 +79,8 @@ type SSH struct {
 
 	mu      sync.Mutex
 	client  *ssh.Client
-	closers []io.Closer // bastion client(s) under client
+	ended   chan struct{} // closed once client's connection has ended (see gone)
+	closers []io.Closer   // bastion client(s) under client
 	// silent is the last connection closed for not answering keepalives,
 	// so that the errors of the calls it ended say why.
 	silent *ssh.Client
@@ -139,7 +140,7 @@ func (s *SSH) Close() error {
 func (s *SSH) dropLocked() {
 	if s.client != nil {
 		_ = s.client.Close()
-		s.client = nil
+		s.client, s.ended = nil, nil
 	}
 	// The sftp channel ends with its connection; its watcher (openSFTP)
 	// gives its session token back. A host that refused sftp is asked again
@@ -157,12 +158,7 @@ func (s *SSH) dropLocked() {
 // keepAlive probes client until it is closed, and closes it when a probe
 // goes unanswered for keepAliveTimeout (see keepAliveInterval). Any reply,
 // even a refusal, is an answer.
-func (s *SSH) keepAlive(ctx context.Context, client *ssh.Client) {
-	ended := make(chan struct{})
-	go func() {
-		_ = client.Wait()
-		close(ended)
-	}()
+func (s *SSH) keepAlive(ctx context.Context, client *ssh.Client, ended <-chan struct{}) {
 	for {
 		reply := make(chan error, 1)
 		go func() {
@@ -209,33 +205,6 @@ func (s *SSH) lost(client *ssh.Client, err error) error {
 	return err
 }
 
-// withContext returns call's result, or ctx's error as soon as ctx ends:
-// x/crypto/ssh's calls take no context (a dead connection ends them: see
-// keepAlive). A result that arrives after ctx ended is passed to unused.
-func withContext[T any](ctx context.Context, call func() (T, error), unused func(T)) (T, error) {
-	type result struct {
-		v   T
-		err error
-	}
-	ch := make(chan result, 1)
-	go func() {
-		v, err := call()
-		ch <- result{v, err}
-	}()
-	select {
-	case r := <-ch:
-		return r.v, r.err
-	case <-ctx.Done():
-		go func() {
-			if r := <-ch; r.err == nil {
-				unused(r.v)
-			}
-		}()
-		var zero T
-		return zero, ctx.Err()
-	}
-}
-
 // connected returns the pooled client, dialling it if needed. Callers that
 // find it dead pass it back as stale so that only one of them redials.
 func (s *SSH) connected(ctx context.Context, stale *ssh.Client) (*ssh.Client, error) {
@@ -252,9 +221,76 @@ func (s *SSH) connected(ctx context.Context, stale *ssh.Client) (*ssh.Client, er
 	if err != nil {
 		return nil, err
 	}
-	s.client, s.closers = client, closers
-	go s.keepAlive(context.WithoutCancel(ctx), client)
+	ended := make(chan struct{})
+	go func() {
+		_ = client.Wait()
+		close(ended)
+	}()
+	s.client, s.ended, s.closers = client, ended, closers
+	go s.keepAlive(context.WithoutCancel(ctx), client, ended)
 	return client, nil
+}
+
+// gone returns a channel closed once client's connection has ended. A
+// connection no longer pooled has been closed (dropLocked): its channel is
+// one closed already.
+func (s *SSH) gone(client *ssh.Client) <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if client == s.client && s.ended != nil {
+		return s.ended
+	}
+	return closedChan
+}
+
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+// errConnectionEnded is the error of a channel open that the connection's
+// end interrupted: a dead connection, worth a redial.
+var errConnectionEnded = fmt.Errorf("the SSH connection ended: %w", io.EOF)
+
+// withContext returns call's result, or ctx's error as soon as ctx ends:
+// x/crypto/ssh's calls take no context (a dead connection ends them: see
+// keepAlive). A result that arrives after ctx ended is passed to unused.
+//
+// A call that opens a channel also passes gone (else nil), its
+// connection's: the call then ends with errConnectionEnded when the
+// connection ends first. That is not redundant: x/crypto/ssh registers a
+// channel being opened in a list that its reader empties (closing each)
+// when the connection ends; one registered after that, in the moment before
+// the reader closes the socket, is written out and then waits for an answer
+// forever, as nothing will ever close it.
+func withContext[T any](ctx context.Context, gone <-chan struct{}, call func() (T, error), unused func(T)) (T, error) {
+	type result struct {
+		v   T
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		v, err := call()
+		ch <- result{v, err}
+	}()
+	var err error
+	select {
+	case r := <-ch:
+		return r.v, r.err
+	case <-ctx.Done():
+		err = ctx.Err()
+	case <-gone:
+		select {
+		case r := <-ch: // answered as the connection ended: the answer stands
+			return r.v, r.err
+		default:
+		}
+		err = errConnectionEnded
+	}
+	go func() {
+		if r := <-ch; r.err == nil {
+			unused(r.v)
+		}
+	}()
+	var zero T
+	return zero, err
 }
 
 // Run runs script with `sh -c` on the host: in an idle shell when it has no
@@ -403,7 +439,7 @@ func (s *SSH) newSession(ctx context.Context) (*ssh.Session, *ssh.Client, error)
 // ends, and asking again while the host refuses (whileRefused).
 func (s *SSH) openSessionUntilAccepted(ctx context.Context, client *ssh.Client) (*ssh.Session, error) {
 	return whileRefused(ctx, s.closeIdleShell, func() (*ssh.Session, error) {
-		return withContext(ctx, client.NewSession, func(session *ssh.Session) { _ = session.Close() })
+		return withContext(ctx, s.gone(client), client.NewSession, func(session *ssh.Session) { _ = session.Close() })
 	})
 }
 
@@ -449,7 +485,7 @@ func whileRefused[T any](ctx context.Context, refused func(), open func() (T, er
 // start starts cmd in session, giving up when ctx ends (the caller's Close
 // ends the session, started or not).
 func (s *SSH) start(ctx context.Context, client *ssh.Client, session *ssh.Session, cmd string) error {
-	_, err := withContext(ctx, func() (struct{}, error) { return struct{}{}, session.Start(cmd) }, func(struct{}) {})
+	_, err := withContext(ctx, nil, func() (struct{}, error) { return struct{}{}, session.Start(cmd) }, func(struct{}) {})
 	if err != nil && ctx.Err() == nil {
 		return fmt.Errorf("host %q (%s): unable to start command: %w", s.cfg.Name, s.cfg.Address, s.lost(client, err))
 	}
