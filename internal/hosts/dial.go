@@ -55,14 +55,19 @@ func (s *SSH) Dial(ctx context.Context, network, addr string) (net.Conn, error) 
 	if err != nil {
 		return nil, err
 	}
-	conn, err := client.DialContext(ctx, network, addr)
+	// Bounded by the connection's end too (see withContext).
+	open := func(client *ssh.Client) (net.Conn, error) {
+		return withContext(ctx, s.gone(client), func() (net.Conn, error) { return client.Dial(network, addr) },
+			func(c net.Conn) { _ = c.Close() })
+	}
+	conn, err := open(client)
 	var rejected *ssh.OpenChannelError
 	if err != nil && !errors.As(err, &rejected) && ctx.Err() == nil {
 		// Not an answer from sshd: the connection died under the pool.
 		if client, err = s.connected(ctx, client); err != nil {
 			return nil, err
 		}
-		conn, err = client.DialContext(ctx, network, addr)
+		conn, err = open(client)
 	}
 	if err == nil {
 		return conn, nil
