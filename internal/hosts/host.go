@@ -136,11 +136,17 @@ func logWrite(ctx context.Context, t Transport, path, way string, start time.Tim
 // (inlineWrite), without the command: a CommandError quotes its script,
 // which would put the start of an env file's values in a diagnostic.
 func inlineWriteError(path string, err error) error {
+	return withoutContent("writing "+path, err)
+}
+
+// withoutContent is err with the script of its CommandError, if any,
+// replaced by what the command did.
+func withoutContent(what string, err error) error {
 	var ce *CommandError
 	if !errors.As(err, &ce) {
 		return err
 	}
-	return &CommandError{Host: ce.Host, Script: "(writing " + path + ": its content is not shown)", ExitCode: ce.ExitCode, Stderr: ce.Stderr}
+	return &CommandError{Host: ce.Host, Script: "(" + what + ": its content is not shown)", ExitCode: ce.ExitCode, Stderr: ce.Stderr}
 }
 
 // inlineMax bounds the files written by a command that holds their
@@ -151,10 +157,16 @@ func inlineWriteError(path string, err error) error {
 // small files most writes are (records, env files, a small repo's tar).
 const inlineMax = 8 << 10
 
-// inlineWrite is uploadShell's script with the content in it, as a printf
-// format that prints data exactly: printf takes any byte in its format but
-// %, \ and NUL (which no shell word can hold), written %%, \\ and \000.
+// inlineWrite is uploadShell's script with the content in it (printData).
 func inlineWrite(path string, data []byte, mode os.FileMode) string {
+	return writeScript(path, printData(data), mode)
+}
+
+// printData is a command that prints data exactly, held as a printf
+// format: printf takes any byte in its format but %, \ and NUL (which no
+// shell word can hold), written %%, \\ and \0 (\000 before an octal
+// digit).
+func printData(data []byte) string {
 	var format strings.Builder
 	for i, c := range data {
 		switch c {
@@ -169,12 +181,18 @@ func inlineWrite(path string, data []byte, mode os.FileMode) string {
 		case '\\':
 			format.WriteString(`\\`)
 		case 0:
-			format.WriteString(`\000`)
+			// \0 alone where no octal digit follows that the escape could
+			// take for its own: a tar is mostly NULs.
+			if i+1 < len(data) && data[i+1] >= '0' && data[i+1] <= '7' {
+				format.WriteString(`\000`)
+			} else {
+				format.WriteString(`\0`)
+			}
 		default:
 			format.WriteByte(c)
 		}
 	}
-	return writeScript(path, "printf "+Quote(format.String()), mode)
+	return "printf " + Quote(format.String())
 }
 
 // smallFileWriter is a Transport that may write a small file (at most
@@ -231,9 +249,18 @@ func MakeDir(ctx context.Context, t Transport, dir, src, guard string) error {
 		script = fmt.Sprintf("[ -f %s ] || exit %d; ", Quote(guard), guardMissingExit) + script
 	}
 	var err error
-	switch tarball, small := smallTar(src, t); {
+	tarball, small := smallTar(src, t)
+	// A tar small enough is held by the command that makes dir (printData):
+	// one round trip in a shell instead of three, and no file on the host.
+	var filled string
+	if small && len(tarball) <= inlineMax {
+		filled = script + " && cd -- " + Quote(dir) + " && " + printData(tarball) + " | tar -x -f - --no-same-owner"
+	}
+	switch {
 	case src == "":
 		err = t.Run(ctx, script, nil, nil)
+	case filled != "" && len(filled) <= shellScriptMax:
+		err = withoutContent("making "+dir+" with a copy of "+src, t.Run(ctx, filled, nil, nil))
 	case small:
 		if err = t.Run(ctx, script, nil, nil); err == nil {
 			err = unpackInto(ctx, t, dir, tarball)

@@ -44,6 +44,8 @@ func TestInlineWriteIsExact(t *testing.T) {
 		}
 	}
 	data = append(data, "%s %% \\n \\\\ \\000 '\"$(x)`\n"...)
+	// NULs before octal digits and others, and at the end.
+	data = append(data, "\x000\x007\x008\x00\x00\x009\x00"...)
 	// Content printf could take for options, were it the format as it is.
 	for _, content := range [][]byte{data, []byte("-n"), []byte("--help\n"), []byte("-"), []byte("-v x=1\n")} {
 		path := filepath.Join(t.TempDir(), "sub", "file")
@@ -96,6 +98,24 @@ func TestFailedInlineWriteHidesTheContent(t *testing.T) {
 		t.Fatalf("want a command error naming %s, got %v", path, err)
 	}
 	if strings.Contains(err.Error(), "hunter2") {
+		t.Fatalf("the error shows the content: %v", err)
+	}
+}
+
+// A failed copy of a small repo names the directory, never the repo's
+// content, which the command that made the directory held.
+func TestFailedSmallCopyHidesTheContent(t *testing.T) {
+	src := t.TempDir()
+	if err := os.WriteFile(filepath.Join(src, ".env"), []byte("DB_PASSWORD=hunter2\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dir := "/dev/null/sbx" // its parent is no directory: mkdir fails
+	err := MakeDir(t.Context(), &Local{Name: "local"}, dir, src, "")
+	var ce *CommandError
+	if !errors.As(err, &ce) || !strings.Contains(err.Error(), dir) {
+		t.Fatalf("want a command error naming %s, got %v", dir, err)
+	}
+	if strings.Contains(err.Error(), "hunter2") || strings.Contains(err.Error(), "printf") {
 		t.Fatalf("the error shows the content: %v", err)
 	}
 }
