@@ -114,11 +114,35 @@ func Upload(ctx context.Context, t Transport, path string, r io.Reader, mode os.
 		// Nothing was read from r: the pipeline gets all of it.
 	}
 	if small != nil {
-		if script := inlineWrite(path, small, mode); len(script) <= shellScriptMax {
-			return inlineWriteError(path, t.Run(ctx, script, nil, nil))
+		err := inlineWriteError(path, runPrivately(ctx, t, inlineWrite(path, small, mode)))
+		if !errors.Is(err, errNotRun) {
+			return err
 		}
 	}
 	return uploadShell(ctx, t, path, r, mode)
+}
+
+// privateRunner is a Transport that can run a script without input where
+// no other user of the host can read it: on no process's command line
+// (/proc/PID/cmdline is readable by every user). A script that holds a
+// file's content (printData) runs only that way. errNotRun (wrapped) when
+// it cannot run this one so.
+type privateRunner interface {
+	RunPrivately(ctx context.Context, script string) error
+}
+
+var (
+	_ privateRunner = (*SSH)(nil)
+	_ privateRunner = (*Local)(nil)
+)
+
+// runPrivately runs script through t's privateRunner; errNotRun (wrapped)
+// when t has none or it declines.
+func runPrivately(ctx context.Context, t Transport, script string) error {
+	if p, ok := transportAs[privateRunner](t); ok {
+		return p.RunPrivately(ctx, script)
+	}
+	return fmt.Errorf("%s runs no command privately: %w", t.Host(), errNotRun)
 }
 
 // logWrite logs a file write done by way (at DEBUG, as host commands are)
@@ -248,25 +272,25 @@ func MakeDir(ctx context.Context, t Transport, dir, src, guard string) error {
 	if guard != "" {
 		script = fmt.Sprintf("[ -f %s ] || exit %d; ", Quote(guard), guardMissingExit) + script
 	}
-	var err error
+	err := errNotRun
 	tarball, small := smallTar(src, t)
-	// A tar small enough is held by the command that makes dir (printData):
-	// one round trip in a shell instead of three, and no file on the host.
-	var filled string
 	if small && len(tarball) <= inlineMax {
-		filled = script + " && cd -- " + Quote(dir) + " && " + printData(tarball) + " | tar -x -f - --no-same-owner"
+		// Held by the command that makes dir (printData): one round trip
+		// in a shell instead of three, and no file on the host.
+		filled := script + " && cd -- " + Quote(dir) + " && " + printData(tarball) + " | tar -x -f - --no-same-owner"
+		err = withoutContent("making "+dir+" with a copy of "+src, runPrivately(ctx, t, filled))
 	}
-	switch {
-	case src == "":
-		err = t.Run(ctx, script, nil, nil)
-	case filled != "" && len(filled) <= shellScriptMax:
-		err = withoutContent("making "+dir+" with a copy of "+src, t.Run(ctx, filled, nil, nil))
-	case small:
-		if err = t.Run(ctx, script, nil, nil); err == nil {
-			err = unpackInto(ctx, t, dir, tarball)
+	if errors.Is(err, errNotRun) {
+		switch {
+		case src == "":
+			err = t.Run(ctx, script, nil, nil)
+		case small:
+			if err = t.Run(ctx, script, nil, nil); err == nil {
+				err = unpackInto(ctx, t, dir, tarball)
+			}
+		default:
+			err = copyDir(ctx, t, src, script+" && tar -x -f - --no-same-owner -C "+Quote(dir))
 		}
-	default:
-		err = copyDir(ctx, t, src, script+" && tar -x -f - --no-same-owner -C "+Quote(dir))
 	}
 	if IsExitCode(err, existsExit) {
 		return fmt.Errorf("%s: %w", dir, fs.ErrExist)

@@ -554,3 +554,96 @@ func (s *syncBuffer) Write(p []byte) (int, error) {
 	defer s.mu.Unlock()
 	return s.b.Write(p)
 }
+
+// procScan is a script that prints "found" when a process's command line
+// holds marker, else "clean". The script holds marker only in two pieces,
+// so that its own command line, were it on one, would not match: what is
+// looked for is a command's content, which the caller adds.
+func procScan(marker string) string {
+	half := len(marker) / 2
+	return fmt.Sprintf(`p=%s; p="$p"%s; r=clean; for f in /proc/[0-9]*/cmdline; do c=$(tr '\0' ' ' 2>/dev/null < "$f"); case "$c" in *"$p"*) r=found;; esac; done; echo "$r"`,
+		Quote(marker[:half]), Quote(marker[half:]))
+}
+
+// A command's script is on no process's command line, where any user of
+// the host could read it (/proc/PID/cmdline): a command may hold a file's
+// content. Run on the in-process server's shells and on Local.
+func TestCommandsAreOnNoCommandLine(t *testing.T) {
+	marker := "sandboxer-private-" + randomSuffix()
+	script := ": " + marker + "; " + procScan(marker)
+	for name, tr := range map[string]Transport{
+		"shell": startInProcessServer(t, nil).transport(t, 4),
+		"local": &Local{Name: "local"},
+	} {
+		out, err := Output(t.Context(), tr, script)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if got := strings.TrimSpace(string(out)); got != "clean" {
+			t.Errorf("%s: a process's command line held the script (%s)", name, got)
+		}
+	}
+	// The scan itself finds a command line that holds the marker.
+	holder := exec.Command("sh", "-c", "cat >/dev/null", marker)
+	in, err := holder.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	out, err := Output(t.Context(), &Local{Name: "local"}, procScan(marker))
+	_ = in.Close()
+	_ = holder.Wait()
+	if err != nil || strings.TrimSpace(string(out)) != "found" {
+		t.Fatalf("the scan did not find a command line that holds the marker: %q, %v", out, err)
+	}
+}
+
+// On a host whose sh cannot run the shells' loop, commands run in
+// sessions of their own, whose command lines any user of the host can
+// read: a small file then travels on the session's input, never in its
+// command, and so does a small repo.
+func TestContentStaysOffSessionCommandLines(t *testing.T) {
+	secret := "DB_PASSWORD=" + randomSuffix()
+	var mu sync.Mutex
+	var cmds []string
+	srv := startInProcessServer(t, func(s *inProcessServer) {
+		s.rewrite = func(cmd string) string {
+			if strings.Contains(cmd, strings.TrimSpace(shellBanner)) {
+				return "exit 0"
+			}
+			mu.Lock()
+			cmds = append(cmds, cmd)
+			mu.Unlock()
+			return cmd
+		}
+	})
+	tr := srv.transport(t, 4)
+	dir := t.TempDir()
+	if err := WriteFile(t.Context(), tr, filepath.Join(dir, ".env"), []byte(secret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	src := t.TempDir()
+	if err := os.WriteFile(filepath.Join(src, ".env"), []byte(secret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := MakeDir(t.Context(), tr, filepath.Join(dir, "ws"), src, ""); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{filepath.Join(dir, ".env"), filepath.Join(dir, "ws", ".env")} {
+		if got, err := os.ReadFile(p); err != nil || string(got) != secret+"\n" {
+			t.Fatalf("%s: %q, %v", p, got, err)
+		}
+	}
+	if !tr.noShells.Load() {
+		t.Fatal("the host ran the shells' loop")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, c := range cmds {
+		if strings.Contains(c, secret) {
+			t.Errorf("a session's command held the content: %.80q", c)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"os"
 	"os/exec"
 	"time"
 )
@@ -15,10 +16,25 @@ type Local struct {
 
 var _ Transport = (*Local)(nil)
 
+// localScriptVar carries a Local command's script to its sh.
+const localScriptVar = "SANDBOXER_SCRIPT"
+
+// RunPrivately is Run without input or output: every Local command is
+// private (privateRunner).
+func (l *Local) RunPrivately(ctx context.Context, script string) error {
+	return l.Run(ctx, script, nil, nil)
+}
+
 func (l *Local) Host() string { return l.Name }
 
 func (l *Local) Run(ctx context.Context, script string, stdin io.Reader, stdout io.Writer) error {
-	cmd := exec.CommandContext(ctx, "sh", "-c", script)
+	// The script goes in the environment, which only its user can read,
+	// rather than on the command line, which every user of the machine can
+	// (/proc/PID/cmdline): a command may hold a file's content
+	// (inlineWrite). It is unset before it runs, so nothing it starts
+	// inherits it.
+	cmd := exec.CommandContext(ctx, "sh", "-c", `_sbx_s=$`+localScriptVar+`; unset `+localScriptVar+`; eval "$_sbx_s"`)
+	cmd.Env = append(os.Environ(), localScriptVar+"="+script)
 	ownGroup(cmd)
 	// Past cancellation, a child that escaped the group may still hold the
 	// output open: Run does not wait for it.

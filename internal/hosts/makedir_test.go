@@ -27,6 +27,11 @@ func (c *countingRuns) Run(ctx context.Context, script string, stdin io.Reader, 
 	return c.SSH.Run(ctx, script, stdin, stdout)
 }
 
+func (c *countingRuns) RunPrivately(ctx context.Context, script string) error {
+	c.runs++
+	return c.SSH.RunPrivately(ctx, script)
+}
+
 // A repo of a few files goes in the one command that makes its directory,
 // which holds its tar (a command without input runs in a shell: no
 // session of its own). One whose tar is larger is sent as one file over

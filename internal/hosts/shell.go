@@ -84,13 +84,16 @@ const shellBanner = "sandboxer-shell-v2\n"
 
 // shellScript is the shell's loop, run with `sh -c`. Its variables are
 // prefixed and not exported: a command sees the session's environment, as
-// in a session of its own. The command runs in the foreground (signals as
-// in a session) with its output through a cat each, which end once every
-// holder of the command's output closed it; its status comes back through
-// fd 6 to the command substitution. The watcher, in the background, reads
-// the shell's input (fd 3: a background list's stdin is /dev/null) and
-// kills the process group. The command gets none of the loop's own
-// descriptors (3 to 6).
+// in a session of its own. The command runs in a subshell with eval, not
+// with `sh -c`, so that no process's command line holds it: another user
+// of the host can read any process's (/proc/PID/cmdline), and a command
+// may hold a file's content (inlineWrite). It runs in the foreground
+// (signals as in a session) with its output through a cat each, which end
+// once every holder of the command's output closed it; its status comes
+// back through fd 6 to the command substitution. The watcher, in the
+// background, reads the shell's input (fd 3: a background list's stdin is
+// /dev/null) and kills the process group. The command gets none of the
+// loop's own descriptors (3 to 6).
 const shellScript = `printf 'sandboxer-shell-v2\n'; printf 'sandboxer-shell-v2\n' >&2
 exec 3<&0 4>&1 5>&2
 while IFS= read -r _sbx_n; do
@@ -104,7 +107,7 @@ while IFS= read -r _sbx_n; do
 	{ IFS= read -r _sbx_l; kill -s KILL 0; } <&3 &
 	_sbx_w=$!
 	printf '%s ack\n' "$_sbx_n"; printf '%s ack\n' "$_sbx_n" >&2
-	_sbx_r=$({ { { sh -c "$_sbx_s" </dev/null 3<&- 4>&- 5>&- 6>&-; echo $? >&6; } | cat >&4; } 2>&1 | cat >&5; } 6>&1)
+	_sbx_r=$({ { { ( eval "$_sbx_s" ) </dev/null 3<&- 4>&- 5>&- 6>&-; echo $? >&6; } | cat >&4; } 2>&1 | cat >&5; } 6>&1)
 	kill "$_sbx_w" 2>/dev/null
 	wait "$_sbx_w" 2>/dev/null
 	printf '%s end\n' "$_sbx_n" >&2
@@ -157,6 +160,17 @@ func (s *SSH) WriteSmallFile(ctx context.Context, p string, data []byte, mode os
 	}
 	s.shellWrites.Add(1)
 	return nil
+}
+
+// RunPrivately runs script, which has no input, in one of the
+// connection's shells (privateRunner): a session's command is on the
+// host's command lines (`sh -c`). errNotRun (wrapped) when no shell takes
+// it: the host's sh cannot run the loop, or the script is too long.
+func (s *SSH) RunPrivately(ctx context.Context, script string) error {
+	if len(script) > shellScriptMax || s.noShells.Load() {
+		return fmt.Errorf("no shell for a script of %d bytes: %w", len(script), errNotRun)
+	}
+	return s.runShell(ctx, script, io.Discard)
 }
 
 // runIdle runs script in a shell that is idle now, never waiting for one
