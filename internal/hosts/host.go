@@ -114,9 +114,10 @@ func Upload(ctx context.Context, t Transport, path string, r io.Reader, mode os.
 		// Nothing was read from r: the pipeline gets all of it.
 	}
 	if small != nil {
+		start := time.Now()
 		err := inlineWriteError(path, runPrivately(ctx, t, inlineWrite(path, small, mode)))
 		if !errors.Is(err, errNotRun) {
-			return err
+			return logWrite(ctx, t, path, "shell", start, err)
 		}
 	}
 	return uploadShell(ctx, t, path, r, mode)
@@ -189,7 +190,9 @@ func inlineWrite(path string, data []byte, mode os.FileMode) string {
 // printData is a command that prints data exactly, held as a printf
 // format: printf takes any byte in its format but %, \ and NUL (which no
 // shell word can hold), written %%, \\ and \0 (\000 before an octal
-// digit).
+// digit). printf is a builtin of the sh of every host the provider runs
+// on (dash, bash, busybox ash), so no process's command line holds data;
+// an sh whose printf is a program (OpenBSD's ksh) would show it.
 func printData(data []byte) string {
 	var format strings.Builder
 	for i, c := range data {
@@ -276,9 +279,21 @@ func MakeDir(ctx context.Context, t Transport, dir, src, guard string) error {
 	tarball, small := smallTar(src, t)
 	if small && len(tarball) <= inlineMax {
 		// Held by the command that makes dir (printData): one round trip
-		// in a shell instead of three, and no file on the host.
+		// in a shell instead of three, and no file on the host. (A tar is
+		// mostly runs of NULs, two bytes each in printData: the command
+		// fits a shell's request; one that does not is declined, errNotRun.)
 		filled := script + " && cd -- " + Quote(dir) + " && " + printData(tarball) + " | tar -x -f - --no-same-owner"
-		err = withoutContent("making "+dir+" with a copy of "+src, runPrivately(ctx, t, filled))
+		what := "making " + dir + " with a copy of " + src
+		start := time.Now()
+		err = withoutContent(what, runPrivately(ctx, t, filled))
+		if !errors.Is(err, errNotRun) {
+			// Logged as Host.Run logs a command, without its content.
+			fields := map[string]any{"host": t.Host(), "command": "(" + what + ")", "duration_ms": time.Since(start).Milliseconds()}
+			if err != nil {
+				fields["error"] = err.Error()
+			}
+			tflog.Debug(ctx, "host command", fields)
+		}
 	}
 	if errors.Is(err, errNotRun) {
 		switch {

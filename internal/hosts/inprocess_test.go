@@ -569,6 +569,9 @@ func procScan(marker string) string {
 // the host could read it (/proc/PID/cmdline): a command may hold a file's
 // content. Run on the in-process server's shells and on Local.
 func TestCommandsAreOnNoCommandLine(t *testing.T) {
+	if _, err := os.Stat("/proc/self/cmdline"); err != nil {
+		t.Skip("no /proc here to read command lines from")
+	}
 	marker := "sandboxer-private-" + randomSuffix()
 	script := ": " + marker + "; " + procScan(marker)
 	for name, tr := range map[string]Transport{
@@ -645,5 +648,60 @@ func TestContentStaysOffSessionCommandLines(t *testing.T) {
 		if strings.Contains(c, secret) {
 			t.Errorf("a session's command held the content: %.80q", c)
 		}
+	}
+}
+
+// A command in a shell holds no descriptor of the loop's beyond its own
+// three: a background child of the command holding a copy of the session's
+// stderr would keep the session open after the loop exits.
+func TestShellCommandHoldsNoDescriptorOfTheLoop(t *testing.T) {
+	if _, err := os.Stat("/proc/self/fd"); err != nil {
+		t.Skip("no /proc here to read descriptors from")
+	}
+	// pipesAbove2 lists the descriptors above 2 that are pipes or sockets
+	// in a listing of /proc/PID/fd.
+	pipesAbove2 := func(listing string) map[string]string {
+		fds := map[string]string{}
+		for _, line := range strings.Split(listing, "\n") {
+			f := strings.Fields(line)
+			if len(f) < 3 || f[len(f)-2] != "->" {
+				continue
+			}
+			n, target := f[len(f)-3], f[len(f)-1]
+			if n != "0" && n != "1" && n != "2" && (strings.HasPrefix(target, "pipe:") || strings.HasPrefix(target, "socket:")) {
+				fds[n] = target
+			}
+		}
+		return fds
+	}
+	// What every process this test starts inherits from its environment.
+	inherited, err := exec.Command("sh", "-c", "ls -l /proc/$$/fd").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := startInProcessServer(t, nil).transport(t, 4)
+	ppid := filepath.Join(t.TempDir(), "ppid")
+	// The parent of a program the command runs is the command's own shell,
+	// whose descriptors ls lists (no redirection of the command's own
+	// shell in the way: a redirected command keeps a copy of what it
+	// replaced).
+	script := fmt.Sprintf(`sh -c 'echo $PPID > %[1]s'; ls -l /proc/"$(cat %[1]s)"/fd`, Quote(ppid))
+	got, err := Output(t.Context(), tr, script)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tr.shellsStarted.Load() == 0 {
+		t.Fatal("the command did not run in a shell")
+	}
+	base := pipesAbove2(string(inherited))
+	for n, target := range pipesAbove2(string(got)) {
+		if _, ok := base[n]; !ok {
+			t.Errorf("the command's shell holds descriptor %s (%s) beyond its own three", n, target)
+		}
+	}
+	// Nor the loop's variables: its request's mark would let it end its
+	// own framing.
+	if out, err := Output(t.Context(), tr, `echo "${_sbx_n-unset} ${_sbx_w-unset} ${_sbx_l-unset}"`); err != nil || string(out) != "unset unset unset\n" {
+		t.Errorf("the command sees the loop's variables: %q, %v", out, err)
 	}
 }

@@ -87,7 +87,13 @@ const shellBanner = "sandboxer-shell-v2\n"
 // in a session of its own. The command runs in a subshell with eval, not
 // with `sh -c`, so that no process's command line holds it: another user
 // of the host can read any process's (/proc/PID/cmdline), and a command
-// may hold a file's content (inlineWrite). It runs in the foreground
+// may hold a file's content (inlineWrite). In that subshell $$ is the
+// loop's pid (unique among the commands running at once, one per shell),
+// and the loop's variables but the script are unset. The redirections
+// are exec'd, not put on compound commands, which would keep a saved copy
+// of the session's stderr open in the command (dash, busybox ash): a
+// background child of the command holding it would keep the session open
+// once the loop exits. It runs in the foreground
 // (signals as in a session) with its output through a cat each, which end
 // once every holder of the command's output closed it; its status comes
 // back through fd 6 to the command substitution. The watcher, in the
@@ -107,7 +113,7 @@ while IFS= read -r _sbx_n; do
 	{ IFS= read -r _sbx_l; kill -s KILL 0; } <&3 &
 	_sbx_w=$!
 	printf '%s ack\n' "$_sbx_n"; printf '%s ack\n' "$_sbx_n" >&2
-	_sbx_r=$({ { { ( eval "$_sbx_s" ) </dev/null 3<&- 4>&- 5>&- 6>&-; echo $? >&6; } | cat >&4; } 2>&1 | cat >&5; } 6>&1)
+	_sbx_r=$(exec 6>&1; { exec 2>&1; { ( unset _sbx_n _sbx_e _sbx_l _sbx_w _sbx_r; eval "$_sbx_s" ) </dev/null 3<&- 4>&- 5>&- 6>&-; echo $? >&6; } | cat >&4; } | cat >&5)
 	kill "$_sbx_w" 2>/dev/null
 	wait "$_sbx_w" 2>/dev/null
 	printf '%s end\n' "$_sbx_n" >&2

@@ -259,7 +259,8 @@ var errConnectionEnded = fmt.Errorf("the SSH connection ended: %w", io.EOF)
 // channel being opened in a list that its reader empties (closing each)
 // when the connection ends; one registered after that, in the moment before
 // the reader closes the socket, is written out and then waits for an answer
-// forever, as nothing will ever close it.
+// forever, as nothing will ever close it (so does the goroutine here that
+// called it: one per occurrence, which only x/crypto/ssh could free).
 func withContext[T any](ctx context.Context, gone <-chan struct{}, call func() (T, error), unused func(T)) (T, error) {
 	type result struct {
 		v   T
