@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -271,8 +272,12 @@ func (s *PrivateSSHD) Stop() {
 	if s.cmd == nil || s.cmd.Process == nil {
 		return
 	}
-	// sshd -D forks a process per connection: kill those children first
-	// (their sessions end with them), then the listener.
+	// sshd -D forks a process per connection. The listener is stopped
+	// first, so that it accepts no connection once its children are killed
+	// (a client redialling at once would get a new child, which nothing
+	// kills); then those children (their sessions end with them), then the
+	// listener.
+	_ = s.cmd.Process.Signal(syscall.SIGSTOP)
 	_ = exec.Command("pkill", "-9", "-P", strconv.Itoa(s.cmd.Process.Pid)).Run()
 	_ = s.cmd.Process.Kill()
 	_ = s.cmd.Wait()
