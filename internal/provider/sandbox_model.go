@@ -324,16 +324,25 @@ func (m *sandboxModel) fromBackend(ctx context.Context, sb *backends.Sandbox, st
 
 // failedCreate makes a planned sandbox whose create failed and whose cleanup
 // failed too storable: its id, and null for what only the host could say.
+// Nothing may stay unknown: Terraform refuses such a state after an apply
+// (TestFailedCreateLeavesNothingUnknown sets every computed value unknown).
 func (m *sandboxModel) failedCreate(id string) {
 	m.ID = types.StringValue(id)
 	m.Status = types.StringValue(backends.StatusMissing)
-	for _, v := range []*types.String{&m.WorkspaceDir, &m.ComposeProject, &m.CreatedAt, &m.ReadyAt, &m.ExpiresAt} {
+	for _, v := range []*types.String{&m.WorkspaceDir, &m.ComposeProject, &m.CreatedAt, &m.ReadyAt, &m.ExpiresAt,
+		&m.SourceHash, &m.Extension, &m.TTL, &m.PublishedPorts} {
 		if v.IsUnknown() {
 			*v = types.StringNull()
 		}
 	}
 	m.Services = types.ListNull(serviceType) // planned names carry unknown states
-	if m.SourceHash.IsUnknown() {
-		m.SourceHash = types.StringNull()
+	if m.Endpoints.IsUnknown() {
+		m.Endpoints = types.MapNull(types.StringType)
+	}
+	if m.EstimatedCostUSD.IsUnknown() {
+		m.EstimatedCostUSD = types.Float64Null()
+	}
+	if m.WaitForPorts.IsUnknown() {
+		m.WaitForPorts = types.BoolNull()
 	}
 }
