@@ -327,24 +327,37 @@ func (e *Extension) WaitReady(ctx context.Context, h *hosts.Host, sb *backends.S
 		return backends.Status{}, err
 	}
 	wait := 50 * time.Millisecond
+	// silent is the port found silent while every service ran, if they
+	// did at the last look.
+	var silent *silentPort
 	for {
 		var st backends.Status
 		if v, ok := e.firstStatus.LoadAndDelete(sb.ID); ok {
 			out, _ := v.(string) // only strings are stored
 			st = parseStatus(out, sb.Services)
 		} else if st, err = e.status(ctx, h, sb, compose); err != nil {
+			if silent != nil && ctx.Err() != nil {
+				return backends.Status{}, e.neverAccepted(ctx, h, sb, compose, silent)
+			}
 			return backends.Status{}, err
 		}
-		var silent *silentPort
-		if st.State == backends.StatusReady {
+		if st.State != backends.StatusReady {
+			silent = nil
+		} else {
 			if !sb.WaitForPorts {
 				return st, nil
 			}
-			if silent = e.silentPort(ctx, h, sb, st); silent == nil {
+			s := e.silentPort(ctx, h, sb, st)
+			if s == nil {
 				return st, nil
 			}
-			if silent.never {
-				return backends.Status{}, fmt.Errorf("sandbox %s: wait_for_ports cannot check service %q port %d/tcp: %w", sb.ID, silent.service, silent.port, silent.err)
+			if s.never {
+				return backends.Status{}, fmt.Errorf("sandbox %s: wait_for_ports cannot check service %q port %d/tcp: %w", sb.ID, s.service, s.port, s.err)
+			}
+			// A check the deadline cut short says nothing of its port: the
+			// port found silent before it is the one to name.
+			if silent == nil || ctx.Err() == nil {
+				silent = s
 			}
 		}
 		for _, s := range st.Services {
@@ -356,17 +369,24 @@ func (e *Extension) WaitReady(ctx context.Context, h *hosts.Host, sb *backends.S
 		select {
 		case <-ctx.Done():
 			if silent != nil {
-				dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
-				logs, _ := hosts.Output(dctx, h, inWorkspace(sb, compose, "logs", "--no-color", "--tail", "20", silent.service))
-				cancel()
-				return backends.Status{}, fmt.Errorf("sandbox %s was not ready in time: service %q never accepted a connection on port %d/tcp "+
-					"(wait_for_ports; last try: %v); last log lines:\n%s", sb.ID, silent.service, silent.port, silent.err, tail(string(logs), 2000))
+				return backends.Status{}, e.neverAccepted(ctx, h, sb, compose, silent)
 			}
 			return backends.Status{}, fmt.Errorf("sandbox %s was not ready in time (services: %s): %w", sb.ID, backends.Describe(st.Services), ctx.Err())
 		case <-time.After(wait):
 		}
 		wait = min(2*wait, max(e.PollInterval, 50*time.Millisecond))
 	}
+}
+
+// neverAccepted is WaitReady's error when its deadline passed with every
+// service running and silent's port silent: it names the port, with the
+// service's last log lines (read past the deadline, for up to 15 s).
+func (e *Extension) neverAccepted(ctx context.Context, h *hosts.Host, sb *backends.Sandbox, compose []string, silent *silentPort) error {
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
+	defer cancel()
+	logs, _ := hosts.Output(dctx, h, inWorkspace(sb, compose, "logs", "--no-color", "--tail", "20", silent.service))
+	return fmt.Errorf("sandbox %s was not ready in time: service %q never accepted a connection on port %d/tcp "+
+		"(wait_for_ports; last try: %v); last log lines:\n%s", sb.ID, silent.service, silent.port, silent.err, tail(string(logs), 2000))
 }
 
 func (e *Extension) Inspect(ctx context.Context, h *hosts.Host, sb *backends.Sandbox) (backends.Status, error) {
