@@ -54,12 +54,18 @@ const DefaultRemoteRootDir = "sandboxer"
 func (h *Host) Run(ctx context.Context, script string, stdin io.Reader, stdout io.Writer) error {
 	start := time.Now()
 	err := h.Transport.Run(ctx, script, stdin, stdout)
-	fields := map[string]any{"host": h.Host(), "command": commandName(script), "duration_ms": time.Since(start).Milliseconds()}
+	logCommand(ctx, h.Host(), commandName(script), start, err)
+	return err
+}
+
+// logCommand logs a host command, named by name, that took since start (at
+// DEBUG: where an apply's time goes).
+func logCommand(ctx context.Context, host, name string, start time.Time, err error) {
+	fields := map[string]any{"host": host, "command": name, "duration_ms": time.Since(start).Milliseconds()}
 	if err != nil {
 		fields["error"] = err.Error()
 	}
 	tflog.Debug(ctx, "host command", fields)
-	return err
 }
 
 // commandLogBytes bounds a logged command: enough to tell commands apart.
@@ -287,12 +293,7 @@ func MakeDir(ctx context.Context, t Transport, dir, src, guard string) error {
 		start := time.Now()
 		err = withoutContent(what, runPrivately(ctx, t, filled))
 		if !errors.Is(err, errNotRun) {
-			// Logged as Host.Run logs a command, without its content.
-			fields := map[string]any{"host": t.Host(), "command": "(" + what + ")", "duration_ms": time.Since(start).Milliseconds()}
-			if err != nil {
-				fields["error"] = err.Error()
-			}
-			tflog.Debug(ctx, "host command", fields)
+			logCommand(ctx, t.Host(), "("+what+")", start, err) // without its content
 		}
 	}
 	if errors.Is(err, errNotRun) {
