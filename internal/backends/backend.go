@@ -68,6 +68,10 @@ type Sandbox struct {
 	// it does not name (a global one, or any of a record written before
 	// the field) is compared with the engine's own desired count.
 	Replicas map[string]int `json:"replicas,omitempty"`
+	// DesiredState is what the configuration last asked of the sandbox's
+	// services: DesiredStopped, or empty for running. The inventory does
+	// not call a sandbox stopped on purpose stale, and an import reads it.
+	DesiredState string `json:"desired_state,omitempty"`
 	// Metered sandboxes are charged for their lifetime on teardown.
 	HourlyPriceUSD float64 `json:"hourly_price_usd,omitempty"`
 	QuoteUSD       float64 `json:"quote_usd,omitempty"`
@@ -100,10 +104,32 @@ const (
 	StatusMissing  = "missing"  // record present, workspace gone
 )
 
+// A sandbox's desired_state: its services running (the default), or
+// stopped with everything else kept.
+const (
+	DesiredRunning = "running"
+	DesiredStopped = "stopped"
+)
+
+// Stopped says whether a record asks for its services stopped.
+func (sb *Sandbox) Stopped() bool { return sb.DesiredState == DesiredStopped }
+
+// Desired is the record's desired state: DesiredRunning or DesiredStopped.
+func (sb *Sandbox) Desired() string {
+	if sb.Stopped() {
+		return DesiredStopped
+	}
+	return DesiredRunning
+}
+
+// ServiceMissing is the state of a service with no container (or swarm
+// service) on the host.
+const ServiceMissing = "missing"
+
 // ServiceState is one compose service as seen on the host.
 type ServiceState struct {
 	Name  string
-	State string // running, exited, ..., or "missing" when it has no container
+	State string // running, exited, ..., or ServiceMissing
 	Ports []Port // published ports, by target then protocol
 }
 
@@ -294,6 +320,15 @@ type Snapshotter interface {
 	// waits for readiness again.
 	Stop(ctx context.Context, h *hosts.Host, sb *Sandbox) error
 	Start(ctx context.Context, h *hosts.Host, sb *Sandbox) error
+}
+
+// Stopper is an Extension whose sandboxes can be stopped and started again
+// in place (desired_state): every container stops; the workspace, volumes,
+// networks and record stay. The registry waits for readiness after a
+// start, as after a create.
+type Stopper interface {
+	StopServices(ctx context.Context, h *hosts.Host, sb *Sandbox) error
+	StartServices(ctx context.Context, h *hosts.Host, sb *Sandbox) error
 }
 
 // SnapshotChecker is a Snapshotter that can refuse a checkpoint of one of

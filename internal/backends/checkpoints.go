@@ -166,6 +166,9 @@ func (r *Registry) Snapshot(ctx context.Context, h *hosts.Host, req SnapshotRequ
 	if req.Quiesce == "" {
 		req.Quiesce = DefaultQuiesce(req.Profile)
 	}
+	if sb.Stopped() {
+		req.Quiesce = QuiesceNone // nothing runs that a pause or stop would hold still
+	}
 	include := DefaultIncludeVolumes(req.Profile)
 	if req.IncludeVolumes != nil {
 		include = *req.IncludeVolumes
@@ -238,6 +241,9 @@ func (r *Registry) RestoreInPlace(ctx context.Context, snapHost *hosts.Host, sna
 	// stopped by a restore. They start while the volume helpers that
 	// wrote the volumes are removed, which end waits for.
 	err = resume(ctx, ext, h, sb, snap.Start, err)
+	// Started to take the restored files (a compose file rendered again),
+	// then stopped again when it is meant to be.
+	err = keepStopped(ctx, ext, h, sb, err)
 	if eerr := end(); eerr != nil {
 		err = errors.Join(err, eerr)
 	}

@@ -157,7 +157,8 @@ func (r *Registry) Sandboxes(ctx context.Context, h *hosts.Host) ([]SandboxInfo,
 		// At whole seconds, as the reaper compares it: stale here means
 		// the reaper removes it when it runs.
 		abandoned := sb.ReadyAt == nil && sb.CreateDeadline != nil && now.Truncate(time.Second).After(*sb.CreateDeadline)
-		info.Stale = info.Expired || abandoned || info.Status.State == StatusMissing || info.Status.State == StatusStopped
+		info.Stale = info.Expired || abandoned || info.Status.State == StatusMissing ||
+			(info.Status.State == StatusStopped && !sb.Stopped())
 		list = append(list, info)
 	}
 	return list, nil

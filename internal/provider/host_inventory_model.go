@@ -49,7 +49,7 @@ var swarmNodeType = types.ObjectType{AttrTypes: map[string]attr.Type{
 
 var inventorySandboxType = types.ObjectType{AttrTypes: map[string]attr.Type{
 	"id": types.StringType, "profile": types.StringType, "extension": types.StringType, "status": types.StringType,
-	"created_at": types.StringType, "expires_at": types.StringType, "expired": types.BoolType, "stale": types.BoolType,
+	"desired_state": types.StringType, "created_at": types.StringType, "expires_at": types.StringType, "expired": types.BoolType, "stale": types.BoolType,
 	"endpoints": types.MapType{ElemType: types.StringType},
 }}
 
@@ -95,7 +95,8 @@ func (d *HostInventoryDataSource) Schema(_ context.Context, _ datasource.SchemaR
 			"free_sandbox_networks": i64("How many more compose sandbox networks of the default size (/27) fit in the host's " +
 				"`network_pool`, given the subnets its sandboxes and other docker networks hold. Each network of a compose sandbox takes one."),
 			"sandboxes": schema.ListAttribute{Computed: true, ElementType: inventorySandboxType,
-				MarkdownDescription: "Sandboxes recorded on the host: `id`, `profile`, `extension`, `status`, `created_at`, `expires_at`, `expired`, `stale`, " +
+				MarkdownDescription: "Sandboxes recorded on the host: `id`, `profile`, `extension`, `status`, `desired_state` (`running`, or `stopped`: " +
+					"a sandbox stopped on purpose is not stale), `created_at`, `expires_at`, `expired`, `stale`, " +
 					"and `endpoints` (as the sandbox resource's: `\"<service>:<target>\"` to `\"<endpoint_host>:<published>\"`)."},
 			"stale_sandbox_ids": schema.ListAttribute{Computed: true, ElementType: types.StringType,
 				MarkdownDescription: "Expired sandboxes, half-dead ones (a workspace without its services, or services without their workspace), and " +

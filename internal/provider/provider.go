@@ -120,6 +120,9 @@ const (
 	defaultCreateTimeout = 10 * time.Minute
 	defaultDeleteTimeout = 5 * time.Minute
 	defaultReadTimeout   = 2 * time.Minute
+	// An update may start a stopped sandbox, which waits for readiness as
+	// a create does.
+	defaultUpdateTimeout = defaultCreateTimeout
 )
 
 // providerData is what resources and data sources receive in Configure.

@@ -2,7 +2,9 @@ package provider
 
 import (
 	"context"
+	"maps"
 	"net"
+	"slices"
 	"strconv"
 	"time"
 
@@ -56,6 +58,7 @@ type sandboxModel struct {
 	PublishedPorts   types.String   `tfsdk:"published_ports"`
 	WaitForPorts     types.Bool     `tfsdk:"wait_for_ports"`
 	Endpoints        types.Map      `tfsdk:"endpoints"`
+	DesiredState     types.String   `tfsdk:"desired_state"`
 	Timeouts         timeouts.Value `tfsdk:"timeouts"`
 }
 
@@ -109,7 +112,18 @@ func (r *SandboxResource) Schema(ctx context.Context, _ resource.SchemaRequest, 
 			"extension": schema.StringAttribute{Computed: true, PlanModifiers: stable,
 				MarkdownDescription: "Extension that serves the sandbox, e.g. `ext.compose-ssh`: the profile's, or its fallback when routing chose it. Known at plan time."},
 			"status": schema.StringAttribute{Computed: true,
-				MarkdownDescription: "`ready`, or what refresh found: `stopped`, `degraded` or `missing`. Anything but `ready` plans a replacement."},
+				MarkdownDescription: "`ready`, `stopped` (every service stopped, as `desired_state = \"stopped\"` asks), or what refresh " +
+					"found: `degraded` or `missing`. A sandbox found `stopped` while desired running is started in place when its " +
+					"containers are all there; anything else that is not as desired plans a replacement."},
+			"desired_state": schema.StringAttribute{Optional: true, Computed: true,
+				Default:    stringdefault.StaticString(backends.DesiredRunning),
+				Validators: []validator.String{stringvalidator.OneOf(backends.DesiredRunning, backends.DesiredStopped)},
+				MarkdownDescription: "`running` (default) or `stopped`: every container of the stack stopped, with the workspace, " +
+					"volumes, networks and record kept. Changed in place, never by a replacement: `compose stop` / `compose start` of " +
+					"the sandbox's own project (compose v2 and v1), or every service scaled to 0 replicas and back to those its " +
+					"compose file declares (swarm). A start waits for readiness as a create does and reads `endpoints` again. " +
+					"While stopped, `endpoints` is empty. A stack stopped or started out of band plans a start or a stop. " +
+					"Profiles without services (`profile.workspace`, metered `profile.saas-stub`) refuse `stopped` at plan time."},
 			"workspace_dir": schema.StringAttribute{Computed: true, PlanModifiers: stable,
 				MarkdownDescription: "Absolute path of the sandbox's workspace on its host."},
 			"compose_project": schema.StringAttribute{Computed: true, PlanModifiers: stable,
@@ -151,7 +165,7 @@ func (r *SandboxResource) Schema(ctx context.Context, _ resource.SchemaRequest, 
 				MarkdownDescription: "Metered profiles: the quote (hourly price × ttl), shown at plan time and held against the credits ledger while the sandbox lives. Null for self-hosted ones."},
 		},
 		Blocks: map[string]schema.Block{
-			"timeouts": timeouts.Block(ctx, timeouts.Opts{Create: true, Read: true, Delete: true}),
+			"timeouts": timeouts.Block(ctx, timeouts.Opts{Create: true, Read: true, Update: true, Delete: true}),
 		},
 	}
 }
@@ -222,6 +236,42 @@ var serviceType = types.ObjectType{AttrTypes: map[string]attr.Type{
 	"state": types.StringType,
 	"ports": types.ListType{ElemType: portType},
 }}
+
+// serviceStates are the services in state, name to state ("" while
+// unknown).
+func (m *sandboxModel) serviceStates(ctx context.Context) map[string]string {
+	var list []struct {
+		Name  types.String `tfsdk:"name"`
+		State types.String `tfsdk:"state"`
+		Ports types.List   `tfsdk:"ports"`
+	}
+	if m.Services.IsNull() || m.Services.IsUnknown() || m.Services.ElementsAs(ctx, &list, false).HasError() {
+		return nil
+	}
+	states := make(map[string]string, len(list))
+	for _, s := range list {
+		states[s.Name.ValueString()] = s.State.ValueString()
+	}
+	return states
+}
+
+// serviceNames are the names of the services in state, sorted.
+func (m *sandboxModel) serviceNames(ctx context.Context) []string {
+	return slices.Sorted(maps.Keys(m.serviceStates(ctx)))
+}
+
+// containersPresent: refresh found a container (or swarm service) for
+// every service, running or not, so a start or a stop in place makes the
+// sandbox what its configuration asks; a removed one needs a replacement.
+func (m *sandboxModel) containersPresent(ctx context.Context) bool {
+	states := m.serviceStates(ctx)
+	for _, state := range states {
+		if state == backends.ServiceMissing || state == "" {
+			return false
+		}
+	}
+	return len(states) > 0
+}
 
 // reach is where a sandbox's services are reached from outside its host:
 // each service's ports, and the endpoints map of them all.
@@ -317,7 +367,20 @@ func (m *sandboxModel) fromBackend(ctx context.Context, sb *backends.Sandbox, st
 		m.WaitForPorts = types.BoolValue(sb.WaitForPorts)
 	}
 
-	r := reachOf(st.Services, endpointHost)
+	if m.DesiredState.IsNull() || m.DesiredState.IsUnknown() { // import: as the host records it
+		m.DesiredState = types.StringValue(sb.Desired())
+	}
+
+	services := st.Services
+	if st.State == backends.StatusStopped {
+		// Nothing is reached while stopped, whatever an engine keeps
+		// published (a swarm service's ingress ports).
+		services = make([]backends.ServiceState, len(st.Services))
+		for i, s := range st.Services {
+			services[i] = backends.ServiceState{Name: s.Name, State: s.State}
+		}
+	}
+	r := reachOf(services, endpointHost)
 	m.Services, m.Endpoints = r.services, r.endpoints
 	return diags
 }
@@ -344,5 +407,8 @@ func (m *sandboxModel) failedCreate(id string) {
 	}
 	if m.WaitForPorts.IsUnknown() {
 		m.WaitForPorts = types.BoolNull()
+	}
+	if m.DesiredState.IsUnknown() {
+		m.DesiredState = types.StringNull()
 	}
 }

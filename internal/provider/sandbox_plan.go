@@ -37,13 +37,16 @@ func (r *SandboxResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 	if !ok {
 		return
 	}
-	p.replaceOnChange()
+	if !p.checkDesiredState() {
+		return
+	}
+	p.replaceOnChange(ctx)
 	services, ok := p.readComposeFile(compose)
 	if !ok {
 		return
 	}
 	p.placeReplacement()
-	p.planServices(services)
+	p.planServices(ctx, services)
 	resp.Diagnostics.Append(resp.Plan.Set(ctx, &p.plan)...)
 }
 
@@ -254,16 +257,40 @@ func (p *sandboxPlan) checkInputs(ctx context.Context, ext backends.Extension, c
 	return c, true
 }
 
+// checkDesiredState refuses desired_state = "stopped" for a sandbox with no
+// services to stop (a workspace, a metered saas-stub sandbox).
+func (p *sandboxPlan) checkDesiredState() bool {
+	if p.plan.DesiredState.ValueString() != backends.DesiredStopped || p.plan.Extension.IsUnknown() ||
+		p.data.registry.CanStop(p.plan.Extension.ValueString()) {
+		return true
+	}
+	p.resp.Diagnostics.AddAttributeError(path.Root("desired_state"), "Sandbox Cannot Be Stopped",
+		fmt.Sprintf("profile %s (%s) has no services to stop: its sandbox is a directory and is always there. "+
+			"desired_state = %q is for compose and swarm sandboxes; remove it, or set %q.",
+			p.profile.Name, p.plan.Extension.ValueString(), backends.DesiredStopped, backends.DesiredRunning))
+	return false
+}
+
 // replaceOnChange replaces a sandbox whose repo content changed, and one
-// refresh found stopped, degraded or half gone.
-func (p *sandboxPlan) replaceOnChange() {
+// refresh found not as desired in a way no stop or start mends: degraded,
+// half gone, or a container missing. A stack stopped while desired running,
+// or running while desired stopped, with every container there, is started
+// or stopped in place (planServices).
+func (p *sandboxPlan) replaceOnChange(ctx context.Context) {
 	if p.state == nil {
 		return
 	}
 	if !p.plan.SourceHash.Equal(p.state.SourceHash) {
 		p.resp.RequiresReplace = append(p.resp.RequiresReplace, path.Root("source_hash"))
 	}
-	if p.state.Status.ValueString() != backends.StatusReady {
+	status, desired := p.state.Status.ValueString(), p.plan.DesiredState.ValueString()
+	switch {
+	case status == backends.StatusReady && desired != backends.DesiredStopped:
+	case status == backends.StatusMissing:
+		p.resp.RequiresReplace = append(p.resp.RequiresReplace, path.Root("status"))
+	case (status == backends.StatusStopped || desired == backends.DesiredStopped) && p.state.containersPresent(ctx) &&
+		p.data.registry.CanStop(p.state.Extension.ValueString()):
+	default:
 		p.resp.RequiresReplace = append(p.resp.RequiresReplace, path.Root("status"))
 	}
 }
@@ -320,14 +347,32 @@ func (p *sandboxPlan) placeReplacement() {
 // the compose file names. An in-place update (labels) does not touch the
 // services; Update keeps these as planned and the next refresh reports any
 // change.
-func (p *sandboxPlan) planServices(names []string) {
+//
+// A sandbox whose services are to stop is planned stopped, with no
+// endpoints; one to start, ready, with its ports known after apply.
+func (p *sandboxPlan) planServices(ctx context.Context, names []string) {
+	stopped := p.plan.DesiredState.ValueString() == backends.DesiredStopped
 	if !p.replacing() {
 		p.plan.Status, p.plan.Services, p.plan.Endpoints = p.state.Status, p.state.Services, p.state.Endpoints
+		switch status := p.state.Status.ValueString(); {
+		case stopped && status != backends.StatusStopped:
+			p.plan.Status = types.StringValue(backends.StatusStopped)
+			p.plan.Services = plannedServiceList(p.state.serviceNames(ctx))
+			p.plan.Endpoints = types.MapValueMust(types.StringType, map[string]attr.Value{})
+		case !stopped && status == backends.StatusStopped:
+			p.plan.Status = types.StringValue(backends.StatusReady)
+			p.plan.Services = plannedServiceList(p.state.serviceNames(ctx))
+			p.plan.Endpoints = types.MapUnknown(types.StringType)
+		}
 		return
 	}
 	p.plan.Status = types.StringValue(backends.StatusReady)
 	p.plan.Services = plannedServiceList(names)
 	p.plan.Endpoints = types.MapUnknown(types.StringType)
+	if stopped {
+		p.plan.Status = types.StringValue(backends.StatusStopped)
+		p.plan.Endpoints = types.MapValueMust(types.StringType, map[string]attr.Value{})
+	}
 }
 
 // placementRequest is what routing needs to know where a sandbox goes.

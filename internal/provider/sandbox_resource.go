@@ -139,7 +139,19 @@ func (r *SandboxResource) Create(ctx context.Context, req resource.CreateRequest
 	// services it just saw ready. No read-back: a second look would cost two
 	// commands and see the same, and a failed one must not lose a running
 	// stack.
-	resp.Diagnostics.Append(plan.fromBackend(ctx, sb, backends.ReadyStatus(sb), h.EndpointHost)...)
+	status := backends.ReadyStatus(sb)
+	if plan.DesiredState.ValueString() == backends.DesiredStopped {
+		stopped, err := r.data.registry.SetDesiredState(ctx, h, sb, backends.DesiredStopped)
+		if err != nil {
+			// Saved with the error: Terraform keeps it tainted, and the
+			// next apply replaces it.
+			resp.Diagnostics.AddError("Unable to Stop Sandbox", fmt.Sprintf("Sandbox %s on host %q was created and is ready, "+
+				"but stopping it (desired_state = %q) failed: %v", sb.ID, hostName, backends.DesiredStopped, err))
+		} else {
+			status = stopped
+		}
+	}
+	resp.Diagnostics.Append(plan.fromBackend(ctx, sb, status, h.EndpointHost)...)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
 	setIdentity(ctx, resp.Identity, plan.Host, plan.ID, &resp.Diagnostics)
 }
@@ -221,7 +233,7 @@ func (r *SandboxResource) settleVanished(state *sandboxModel, diags *diag.Diagno
 }
 
 // Update handles what can change in place: labels, ttl (and timeouts),
-// and the env adopted after an import.
+// the env adopted after an import, and desired_state: a stop or a start.
 func (r *SandboxResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
 	var plan, state sandboxModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
@@ -229,6 +241,13 @@ func (r *SandboxResource) Update(ctx context.Context, req resource.UpdateRequest
 	if resp.Diagnostics.HasError() {
 		return
 	}
+	timeout, diags := plan.Timeouts.Update(ctx, defaultUpdateTimeout)
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
 	h, err := r.data.host(plan.Host.ValueString())
 	if err != nil {
 		resp.Diagnostics.AddError("Unable to Update Sandbox", err.Error())
@@ -241,7 +260,7 @@ func (r *SandboxResource) Update(ctx context.Context, req resource.UpdateRequest
 	if t, err := time.Parse(time.RFC3339, plan.ExpiresAt.ValueString()); err == nil {
 		expires = &t
 	}
-	_, err = r.data.registry.Update(ctx, h, plan.ID.ValueString(), func(sb *backends.Sandbox) {
+	sb, err := r.data.registry.Update(ctx, h, plan.ID.ValueString(), func(sb *backends.Sandbox) {
 		sb.Labels, sb.ExpiresAt, sb.TTL = labels, expires, plan.TTL.ValueString()
 		sb.WaitForPorts = plan.WaitForPorts.ValueBool()
 		if !plan.EstimatedCostUSD.IsNull() {
@@ -252,12 +271,24 @@ func (r *SandboxResource) Update(ctx context.Context, req resource.UpdateRequest
 		resp.Diagnostics.AddError("Unable to Update Sandbox", fmt.Sprintf("Sandbox %s on host %q: %v", plan.ID.ValueString(), h.Host(), err))
 		return
 	}
-	status, services, endpoints, waitForPorts := plan.Status, plan.Services, plan.Endpoints, plan.WaitForPorts
-	r.readBack(ctx, h, plan.ID.ValueString(), &plan, &resp.Diagnostics)
+	if desired := plan.DesiredState.ValueString(); desired != state.DesiredState.ValueString() || !plan.Status.Equal(state.Status) {
+		// The plan stops or starts it (planServices), or records what is
+		// now asked: the services and endpoints are what that left.
+		st, err := r.data.registry.SetDesiredState(ctx, h, sb, desired)
+		if err != nil {
+			resp.Diagnostics.AddError("Unable to Update Sandbox", fmt.Sprintf("Sandbox %s on host %q, desired_state = %q: %v",
+				plan.ID.ValueString(), h.Host(), desired, err))
+			return
+		}
+		resp.Diagnostics.Append(plan.fromBackend(ctx, sb, st, h.EndpointHost)...)
+	} else {
+		status, services, endpoints, waitForPorts := plan.Status, plan.Services, plan.Endpoints, plan.WaitForPorts
+		r.readBack(ctx, h, plan.ID.ValueString(), &plan, &resp.Diagnostics)
+		plan.Status, plan.Services, plan.Endpoints, plan.WaitForPorts = status, services, endpoints, waitForPorts
+	}
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	plan.Status, plan.Services, plan.Endpoints, plan.WaitForPorts = status, services, endpoints, waitForPorts
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
 	setIdentity(ctx, resp.Identity, plan.Host, plan.ID, &resp.Diagnostics)
 	resp.Diagnostics.Append(resp.Private.SetKey(ctx, privateAdoptEnv, nil)...)

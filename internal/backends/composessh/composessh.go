@@ -610,7 +610,21 @@ func (e *Extension) Unpause(ctx context.Context, h *hosts.Host, sb *backends.San
 
 // Stop stops the stack's containers around an in-place restore.
 func (e *Extension) Stop(ctx context.Context, h *hosts.Host, sb *backends.Sandbox) error {
+	return e.StopServices(ctx, h, sb)
+}
+
+var _ backends.Stopper = (*Extension)(nil)
+
+// StopServices is `compose stop` of the sandbox's own project.
+func (e *Extension) StopServices(ctx context.Context, h *hosts.Host, sb *backends.Sandbox) error {
 	return e.composeRun(ctx, h, sb, "unable to stop", "stop", "--timeout", "10")
+}
+
+// StartServices is `compose start`: the containers as they were created,
+// with their volumes and networks (an in-place restore's Start brings the
+// stack `up` instead, to take a restored compose file).
+func (e *Extension) StartServices(ctx context.Context, h *hosts.Host, sb *backends.Sandbox) error {
+	return e.composeRun(ctx, h, sb, "unable to start", "start")
 }
 
 // Start brings the stack up from the (restored) workspace: `up`, not

@@ -1,0 +1,87 @@
+package backends
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/hashicorp/terraform-plugin-log/tflog"
+
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/hosts"
+)
+
+// Day two: a sandbox's services stopped and started again in place
+// (desired_state), everything else kept.
+
+// CanStop says whether sandboxes of the named extension can be stopped in
+// place: what the plan refuses desired_state = "stopped" by.
+func (r *Registry) CanStop(extension string) bool {
+	ext, ok := r.exts[extension]
+	if !ok {
+		return false
+	}
+	_, ok = ext.(Stopper)
+	return ok
+}
+
+// SetDesiredState stops (DesiredStopped) or starts (DesiredRunning) a
+// sandbox's services in place, first recording what was asked when the
+// record says otherwise, so that the reaper, the inventory and an import
+// know a sandbox stopped on purpose. A start waits until the sandbox is
+// ready, as a create does, and returns what it saw ready (the published
+// ports may have changed); a stop returns the services as they are after
+// it. Both are idempotent: stopping stopped services is success.
+func (r *Registry) SetDesiredState(ctx context.Context, h *hosts.Host, sb *Sandbox, desired string) (Status, error) {
+	defer r.invalidateReads(ctx, h)
+	ext, err := r.Extension(sb.Extension)
+	if err != nil {
+		return Status{}, err
+	}
+	stopper, ok := ext.(Stopper)
+	if !ok {
+		return Status{}, fmt.Errorf("sandbox %s (%s) has no services to stop or start", sb.ID, sb.Extension)
+	}
+	record := ""
+	switch desired {
+	case DesiredStopped:
+		record = DesiredStopped
+	case DesiredRunning:
+	default:
+		return Status{}, fmt.Errorf("desired state %q is neither %q nor %q", desired, DesiredRunning, DesiredStopped)
+	}
+	if sb.DesiredState != record {
+		sb.DesiredState = record
+		if err := writeRecord(ctx, h, sb); err != nil {
+			return Status{}, err
+		}
+	}
+	ctx = tflog.SetField(ctx, "sandbox_id", sb.ID)
+	if desired == DesiredStopped {
+		tflog.Debug(ctx, "stopping the sandbox's services")
+		if err := stopper.StopServices(ctx, h, sb); err != nil {
+			return Status{}, err
+		}
+		return ext.Inspect(ctx, h, sb)
+	}
+	tflog.Debug(ctx, "starting the sandbox's services")
+	if err := stopper.StartServices(ctx, h, sb); err != nil {
+		return Status{}, err
+	}
+	st, err := ext.WaitReady(ctx, h, sb)
+	if err != nil {
+		return Status{}, fmt.Errorf("sandbox %s was started but did not become ready: %w", sb.ID, err)
+	}
+	return st, nil
+}
+
+// keepStopped stops again, after a restore in place started it, a sandbox
+// whose desired state is stopped; err is the restore's.
+func keepStopped(ctx context.Context, ext Extension, h *hosts.Host, sb *Sandbox, err error) error {
+	stopper, ok := ext.(Stopper)
+	if !sb.Stopped() || !ok {
+		return err
+	}
+	sctx, cancel := detached(ctx)
+	defer cancel()
+	return errors.Join(err, stopper.StopServices(sctx, h, sb))
+}

@@ -1,0 +1,170 @@
+package provider
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
+	"github.com/hashicorp/terraform-plugin-testing/plancheck"
+	"github.com/hashicorp/terraform-plugin-testing/statecheck"
+	"github.com/hashicorp/terraform-plugin-testing/terraform"
+	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/testharness"
+)
+
+// pgRepo is a compose repo of one PostgreSQL service (the harness's image)
+// that publishes its port and is ready once it accepts connections.
+func pgRepo(t *testing.T) string {
+	repo := t.TempDir()
+	must(t, os.WriteFile(filepath.Join(repo, "compose.yaml"), []byte(`services:
+  db:
+    image: `+testharness.PGImage(t)+`
+    ports: ["5432"]
+    healthcheck:
+      test: ["CMD", "pg_isready", "-h", "127.0.0.1", "-U", "postgres"]
+      interval: 1s
+      retries: 60
+`), 0o644))
+	return repo
+}
+
+// projectStates are the states of a compose project's containers, sorted.
+func projectStates(t *testing.T, project string) string {
+	t.Helper()
+	return hostSays(t, "docker ps -a --filter label=com.docker.compose.project="+project+" --format '{{.State}}' | sort | tr '\\n' ' '")
+}
+
+// A database stopped overnight and started again, in place: its row stays,
+// its containers are stopped while it is, and a stack stopped by hand
+// plans an in-place start, not a replacement.
+func TestAccSandbox_composeDesiredState(t *testing.T) {
+	testAccPreCheck(t)
+	testharness.RequireDocker(t)
+	h := newAccHost(t)
+	repo := pgRepo(t)
+	config := func(desired string) string {
+		return h.providerConfig(t) + fmt.Sprintf(`
+resource "sandboxer_sandbox" "db" {
+  profile       = "profile.compose-e2e"
+  host          = "harness"
+  inputs        = { repo = %q }
+  desired_state = %q
+}
+`, repo, desired)
+	}
+	var id, project string
+	psql := func(sql string) (string, error) {
+		container := hostSays(t, "docker ps -q --filter label=com.docker.compose.project="+project)
+		out, err := exec.Command("docker", "exec", container, "psql", "-U", "postgres", "-Atc", sql).CombinedOutput()
+		return strings.TrimSpace(string(out)), err
+	}
+	sandbox := "sandboxer_sandbox.db"
+	resource.Test(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProviders,
+		CheckDestroy:             h.checkNothingLeft(t),
+		Steps: []resource.TestStep{
+			{
+				Config: config("running"),
+				Check: func(s *terraform.State) error {
+					id, project = stateAttr(s, sandbox, "id"), stateAttr(s, sandbox, "compose_project")
+					if out, err := psql("CREATE TABLE notes (body text); INSERT INTO notes VALUES ('kept overnight')"); err != nil {
+						return fmt.Errorf("writing a row: %v: %s", err, out)
+					}
+					return nil
+				},
+			},
+			{
+				Config: config("stopped"),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(sandbox, plancheck.ResourceActionUpdate),
+					plancheck.ExpectKnownValue(sandbox, tfjsonpath.New("status"), knownvalue.StringExact("stopped")),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(sandbox, tfjsonpath.New("status"), knownvalue.StringExact("stopped")),
+					statecheck.ExpectKnownValue(sandbox, tfjsonpath.New("endpoints"), knownvalue.MapExact(map[string]knownvalue.Check{})),
+					statecheck.ExpectKnownValue(sandbox, tfjsonpath.New("services").AtSliceIndex(0).AtMapKey("state"), knownvalue.StringExact("exited")),
+				},
+				Check: func(s *terraform.State) error {
+					if got := stateAttr(s, sandbox, "id"); got != id {
+						return fmt.Errorf("the sandbox was replaced: %s, then %s", id, got)
+					}
+					if got := projectStates(t, project); got != "exited" {
+						return fmt.Errorf("containers of %s after the stop: %q, want every one exited", project, got)
+					}
+					return nil
+				},
+			},
+			{
+				Config: config("running"),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(sandbox, plancheck.ResourceActionUpdate),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(sandbox, tfjsonpath.New("status"), knownvalue.StringExact("ready")),
+					statecheck.ExpectKnownValue(sandbox, tfjsonpath.New("endpoints").AtMapKey("db:5432"), knownvalue.NotNull()),
+				},
+				Check: func(s *terraform.State) error {
+					if got, err := psql("SELECT body FROM notes"); err != nil || got != "kept overnight" {
+						return fmt.Errorf("after the start the database holds %q (%v)", got, err)
+					}
+					return nil
+				},
+			},
+			{
+				// Stopped by hand while desired running: started in place.
+				PreConfig: func() {
+					hostSays(t, "docker stop $(docker ps -q --filter label=com.docker.compose.project="+project+")")
+				},
+				Config: config("running"),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(sandbox, plancheck.ResourceActionUpdate),
+					plancheck.ExpectKnownValue(sandbox, tfjsonpath.New("status"), knownvalue.StringExact("ready")),
+				}},
+				Check: func(s *terraform.State) error {
+					if got := stateAttr(s, sandbox, "id"); got != id {
+						return fmt.Errorf("the sandbox was replaced: %s, then %s", id, got)
+					}
+					if got := projectStates(t, project); got != "running" {
+						return fmt.Errorf("containers of %s after the start: %q", project, got)
+					}
+					return nil
+				},
+			},
+			{
+				// Started by hand while desired stopped: stopped in place.
+				Config: config("stopped"),
+			},
+			{
+				PreConfig: func() {
+					hostSays(t, "docker start $(docker ps -aq --filter label=com.docker.compose.project="+project+")")
+				},
+				Config: config("stopped"),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(sandbox, plancheck.ResourceActionUpdate),
+				}},
+				Check: func(s *terraform.State) error {
+					if got := projectStates(t, project); got != "exited" {
+						return fmt.Errorf("containers of %s after the stop: %q", project, got)
+					}
+					return nil
+				},
+			},
+			{
+				// Imported while stopped: desired_state comes from the host.
+				ResourceName:            sandbox,
+				ImportState:             true,
+				ImportStateVerify:       true,
+				ImportStateIdFunc:       func(*terraform.State) (string, error) { return "harness/" + id, nil },
+				ImportStateVerifyIgnore: []string{"timeouts"},
+				Config:                  config("stopped"),
+			},
+		},
+	})
+}
