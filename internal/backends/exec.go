@@ -52,6 +52,9 @@ type ExecResult struct {
 // command in (the sandbox is stopped, or the service exited).
 var ErrServiceNotRunning = errors.New("no running container")
 
+// ErrSandboxStopped: the sandbox's record asks for its services stopped.
+var ErrSandboxStopped = errors.New("is stopped")
+
 // execStderrMax bounds the standard error an exec keeps for Stderr.
 const execStderrMax = 1 << 20
 
@@ -66,7 +69,7 @@ func CheckExec(sb *Sandbox, service string, command []string) error {
 		return fmt.Errorf("sandbox %s has no service %q; its services: %s", sb.ID, service, strings.Join(sb.Services, ", "))
 	}
 	if sb.Stopped() {
-		return fmt.Errorf("sandbox %s is stopped (desired_state = %q): start it before running a command in it", sb.ID, DesiredStopped)
+		return fmt.Errorf("sandbox %s %w (desired_state = %q): start it before running a command in it", sb.ID, ErrSandboxStopped, DesiredStopped)
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -48,7 +49,23 @@ func TestAccSandbox_composeDesiredState(t *testing.T) {
 	testharness.RequireDocker(t)
 	h := newAccHost(t)
 	repo := pgRepo(t)
-	config := func(desired string) string {
+	migrate := `
+resource "sandboxer_command" "migrate" {
+  sandbox_id = sandboxer_sandbox.db.id
+  service    = "db"
+  command    = ["psql", "-v", "ON_ERROR_STOP=1", "-U", "postgres", "-c", "CREATE TABLE notes (body text); INSERT INTO notes VALUES ('kept overnight')"]
+}
+`
+	read := `
+resource "sandboxer_command" "read" {
+  sandbox_id = sandboxer_sandbox.db.id
+  service    = "db"
+  command    = ["sh", "-c", "psql -U postgres -Atc \"$QUERY\""]
+  env        = { QUERY = "SELECT body FROM notes" }
+  depends_on = [sandboxer_command.migrate]
+}
+`
+	config := func(desired string, commands ...string) string {
 		return h.providerConfig(t) + fmt.Sprintf(`
 resource "sandboxer_sandbox" "db" {
   profile       = "profile.compose-e2e"
@@ -56,7 +73,7 @@ resource "sandboxer_sandbox" "db" {
   inputs        = { repo = %q }
   desired_state = %q
 }
-`, repo, desired)
+`, repo, desired) + strings.Join(commands, "")
 	}
 	var id, project string
 	psql := func(sql string) (string, error) {
@@ -71,17 +88,17 @@ resource "sandboxer_sandbox" "db" {
 		CheckDestroy:             h.checkNothingLeft(t),
 		Steps: []resource.TestStep{
 			{
-				Config: config("running"),
+				Config: config("running", migrate),
 				Check: func(s *terraform.State) error {
 					id, project = stateAttr(s, sandbox, "id"), stateAttr(s, sandbox, "compose_project")
-					if out, err := psql("CREATE TABLE notes (body text); INSERT INTO notes VALUES ('kept overnight')"); err != nil {
-						return fmt.Errorf("writing a row: %v: %s", err, out)
+					if got, err := psql("SELECT body FROM notes"); err != nil || got != "kept overnight" {
+						return fmt.Errorf("after the migration the database holds %q (%v)", got, err)
 					}
 					return nil
 				},
 			},
 			{
-				Config: config("stopped"),
+				Config: config("stopped", migrate),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(sandbox, plancheck.ResourceActionUpdate),
 					plancheck.ExpectKnownValue(sandbox, tfjsonpath.New("status"), knownvalue.StringExact("stopped")),
@@ -102,19 +119,16 @@ resource "sandboxer_sandbox" "db" {
 				},
 			},
 			{
-				Config: config("running"),
+				// Started, and read in the same apply.
+				Config: config("running", migrate, read),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(sandbox, plancheck.ResourceActionUpdate),
 				}},
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue(sandbox, tfjsonpath.New("status"), knownvalue.StringExact("ready")),
 					statecheck.ExpectKnownValue(sandbox, tfjsonpath.New("endpoints").AtMapKey("db:5432"), knownvalue.NotNull()),
-				},
-				Check: func(s *terraform.State) error {
-					if got, err := psql("SELECT body FROM notes"); err != nil || got != "kept overnight" {
-						return fmt.Errorf("after the start the database holds %q (%v)", got, err)
-					}
-					return nil
+					statecheck.ExpectKnownValue("sandboxer_command.read", tfjsonpath.New("stdout"), knownvalue.StringExact("kept overnight\n")),
+					statecheck.ExpectKnownValue("sandboxer_command.read", tfjsonpath.New("exit_code"), knownvalue.Int64Exact(0)),
 				},
 			},
 			{
@@ -122,9 +136,10 @@ resource "sandboxer_sandbox" "db" {
 				PreConfig: func() {
 					hostSays(t, "docker stop $(docker ps -q --filter label=com.docker.compose.project="+project+")")
 				},
-				Config: config("running"),
+				Config: config("running", migrate, read),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(sandbox, plancheck.ResourceActionUpdate),
+					plancheck.ExpectResourceAction("sandboxer_command.read", plancheck.ResourceActionNoop),
 					plancheck.ExpectKnownValue(sandbox, tfjsonpath.New("status"), knownvalue.StringExact("ready")),
 				}},
 				Check: func(s *terraform.State) error {
@@ -139,13 +154,13 @@ resource "sandboxer_sandbox" "db" {
 			},
 			{
 				// Started by hand while desired stopped: stopped in place.
-				Config: config("stopped"),
+				Config: config("stopped", migrate, read),
 			},
 			{
 				PreConfig: func() {
 					hostSays(t, "docker start $(docker ps -aq --filter label=com.docker.compose.project="+project+")")
 				},
-				Config: config("stopped"),
+				Config: config("stopped", migrate, read),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(sandbox, plancheck.ResourceActionUpdate),
 				}},
@@ -157,13 +172,24 @@ resource "sandboxer_sandbox" "db" {
 				},
 			},
 			{
+				// In a sandbox stopped on purpose: refused at apply.
+				Config:      config("stopped", migrate, read, `resource "sandboxer_command" "late" {`+"\n"+`sandbox_id = sandboxer_sandbox.db.id`+"\n"+`service = "db"`+"\n"+`command = ["true"]`+"\n}\n"),
+				ExpectError: regexp.MustCompile(`(?s)Unable to Run Command.*is stopped \(desired_state = "stopped"\)`),
+			},
+			{
+				// An unknown service: refused at plan, nothing runs.
+				Config:      config("stopped", migrate, read, `resource "sandboxer_command" "late" {`+"\n"+`sandbox_id = sandboxer_sandbox.db.id`+"\n"+`service = "web"`+"\n"+`command = ["true"]`+"\n}\n"),
+				PlanOnly:    true,
+				ExpectError: regexp.MustCompile(`(?s)Unable to Run Command.*has no service "web"; its services: db`),
+			},
+			{
 				// Imported while stopped: desired_state comes from the host.
 				ResourceName:            sandbox,
 				ImportState:             true,
 				ImportStateVerify:       true,
 				ImportStateIdFunc:       func(*terraform.State) (string, error) { return "harness/" + id, nil },
 				ImportStateVerifyIgnore: []string{"timeouts"},
-				Config:                  config("stopped"),
+				Config:                  config("stopped", migrate, read),
 			},
 		},
 	})

@@ -99,7 +99,7 @@ func (d *HostInventoryDataSource) Read(ctx context.Context, req datasource.ReadR
 		}
 		items = append(items, types.ObjectValueMust(inventorySandboxType.AttrTypes, map[string]attr.Value{
 			"desired_state": types.StringValue(s.Sandbox.Desired()),
-			"id": types.StringValue(s.Sandbox.ID), "profile": types.StringValue(s.Sandbox.Profile),
+			"id":            types.StringValue(s.Sandbox.ID), "profile": types.StringValue(s.Sandbox.Profile),
 			"extension": types.StringValue(s.Sandbox.Extension), "status": types.StringValue(s.Status.State),
 			"created_at": types.StringValue(s.Sandbox.CreatedAt.UTC().Format(time.RFC3339)),
 			"expires_at": types.StringValue(expires), "expired": types.BoolValue(s.Expired), "stale": types.BoolValue(s.Stale),

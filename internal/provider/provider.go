@@ -517,13 +517,13 @@ func stringOr(v types.String, fallback string) string {
 }
 
 func (p *SandboxerProvider) Resources(_ context.Context) []func() resource.Resource {
-	return []func() resource.Resource{NewSandboxResource, NewSnapshotResource, NewRestoreResource}
+	return []func() resource.Resource{NewSandboxResource, NewSnapshotResource, NewRestoreResource, NewCommandResource}
 }
 
 // Actions are operations, not objects (Terraform >= 1.14: `action` blocks,
 // `terraform apply -invoke`, `action_trigger`); other CLIs ignore them.
 func (p *SandboxerProvider) Actions(_ context.Context) []func() action.Action {
-	return []func() action.Action{NewReapAction, NewSnapshotAction, NewRestoreAction}
+	return []func() action.Action{NewReapAction, NewSnapshotAction, NewRestoreAction, NewExecAction}
 }
 
 // ListResources serve `terraform query` (Terraform >= 1.14); other CLIs

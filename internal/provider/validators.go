@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 
@@ -57,5 +58,28 @@ func (ipAddressValidator) ValidateString(_ context.Context, req validator.String
 	if _, err := netip.ParseAddr(req.ConfigValue.ValueString()); err != nil {
 		resp.Diagnostics.AddAttributeError(req.Path, "Invalid IP Address",
 			fmt.Sprintf("%q is not an IP address, such as 127.0.0.1 or ::1", req.ConfigValue.ValueString()))
+	}
+}
+
+// positiveDuration holds a string to a positive Go duration ("30s", "5m").
+func positiveDuration() validator.String { return positiveDurationValidator{} }
+
+type positiveDurationValidator struct{}
+
+func (positiveDurationValidator) Description(context.Context) string {
+	return "a positive duration such as 30s or 5m"
+}
+
+func (v positiveDurationValidator) MarkdownDescription(ctx context.Context) string {
+	return v.Description(ctx)
+}
+
+func (positiveDurationValidator) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
+		return
+	}
+	if d, err := time.ParseDuration(req.ConfigValue.ValueString()); err != nil || d <= 0 {
+		resp.Diagnostics.AddAttributeError(req.Path, "Invalid Duration",
+			fmt.Sprintf("%q is not a positive duration such as 30s or 5m", req.ConfigValue.ValueString()))
 	}
 }
