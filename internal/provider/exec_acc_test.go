@@ -1,0 +1,109 @@
+package provider
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/testharness"
+)
+
+// `terraform apply -invoke` of sandboxer_exec through the real CLI: the
+// command's lines arrive while it runs (its second line waits for a file
+// the test makes only once it has read the first); a non-zero exit names
+// its code and last lines; a command past its timeout is gone from the
+// container; and nothing enters state but the sandbox.
+func TestAccActions_exec(t *testing.T) {
+	testAccPreCheck(t)
+	testharness.RequireDocker(t)
+	skipBelowNatives(t)
+	tf := newDevCLI(t)
+	h := newAccHost(t)
+	repo := testharness.ComposeRepo(t, testharness.Image(t), "worker")
+	work := tf.dir(devCLIHeader + h.providerConfig(t) + fmt.Sprintf(`
+resource "sandboxer_sandbox" "s" {
+  profile = "profile.compose-e2e"
+  host    = "harness"
+  inputs  = { repo = %q }
+}
+
+action "sandboxer_exec" "stream" {
+  config {
+    sandbox_id = sandboxer_sandbox.s.id
+    service    = "worker"
+    command    = ["sh", "-c", "echo line-one; while [ ! -e /tmp/go ]; do sleep 0.1; done; echo line-two"]
+  }
+}
+
+action "sandboxer_exec" "fail" {
+  config {
+    sandbox_id = sandboxer_sandbox.s.id
+    service    = "worker"
+    command    = ["sh", "-c", "echo \"about to fail: $WHY\"; exit 7"]
+    env        = { WHY = "on purpose" }
+  }
+}
+
+action "sandboxer_exec" "slow" {
+  config {
+    sandbox_id = sandboxer_sandbox.s.id
+    service    = "worker"
+    command    = ["sh", "-c", "sleep 1001 & sleep 1002; wait"]
+    timeout    = "2s"
+  }
+}
+`, repo))
+	tf.run(work, "apply", "-auto-approve")
+	t.Cleanup(func() { tf.run(work, "destroy", "-auto-approve") })
+	project := strings.TrimSpace(tf.run(work, "state", "show", "-no-color", "sandboxer_sandbox.s"))
+	container := ""
+	for _, line := range strings.Split(project, "\n") {
+		if f := strings.Fields(line); len(f) == 3 && f[0] == "compose_project" {
+			container = hostSays(t, "docker ps -q --filter label=com.docker.compose.project="+strings.Trim(f[2], `"`))
+		}
+	}
+	if container == "" {
+		t.Fatalf("no container found for the sandbox:\n%s", project)
+	}
+
+	cmd := tf.command(work, "apply", "-auto-approve", "-invoke=action.sandboxer_exec.stream")
+	pipe, err := cmd.StdoutPipe()
+	must(t, err)
+	cmd.Stderr = cmd.Stdout
+	must(t, cmd.Start())
+	lines := bufio.NewScanner(pipe)
+	var seen []string
+	for lines.Scan() {
+		seen = append(seen, lines.Text())
+		if strings.Contains(lines.Text(), "line-one") {
+			break
+		}
+	}
+	if !strings.Contains(strings.Join(seen, "\n"), "line-one") {
+		t.Fatalf("the first line never arrived:\n%s", strings.Join(seen, "\n"))
+	}
+	// The command is still waiting for /tmp/go: the line came as it ran.
+	hostSays(t, "docker exec "+container+" touch /tmp/go")
+	rest, _ := io.ReadAll(pipe)
+	if err := cmd.Wait(); err != nil || !strings.Contains(string(rest), "line-two") {
+		t.Fatalf("the invoke: %v\n%s\n%s", err, strings.Join(seen, "\n"), rest)
+	}
+
+	out, err := tf.try(work, "apply", "-auto-approve", "-invoke=action.sandboxer_exec.fail")
+	if err == nil || !strings.Contains(out, "exited with code 7") || !strings.Contains(out, "about to fail: on purpose") {
+		t.Fatalf("a failing command: %v\n%s", err, out)
+	}
+
+	out, err = tf.try(work, "apply", "-auto-approve", "-invoke=action.sandboxer_exec.slow")
+	if err == nil || !strings.Contains(out, "longer than its timeout (2s)") {
+		t.Fatalf("a command past its timeout: %v\n%s", err, out)
+	}
+	if ps := hostSays(t, "docker exec "+container+" ps -o args"); strings.Contains(ps, "sleep 100") {
+		t.Fatalf("processes of the command remain after its timeout:\n%s", ps)
+	}
+	if state := tf.run(work, "state", "list"); strings.TrimSpace(state) != "sandboxer_sandbox.s" {
+		t.Errorf("state after the actions: %q", state)
+	}
+}
