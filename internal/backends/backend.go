@@ -48,6 +48,9 @@ type Sandbox struct {
 	// port accepts a connection (also after an in-place restore).
 	WaitForPorts bool       `json:"wait_for_ports,omitempty"`
 	Services     []string   `json:"services,omitempty"` // declared compose services
+	// OneShot are the services whose compose file says `restart: "no"`:
+	// one that exited 0 has completed (ServiceCompleted), not failed.
+	OneShot []string `json:"one_shot,omitempty"`
 	SourceHash   string     `json:"source_hash,omitempty"`
 	CreatedAt    time.Time  `json:"created_at"`
 	ReadyAt      *time.Time `json:"ready_at,omitempty"`
@@ -125,6 +128,12 @@ func (sb *Sandbox) Desired() string {
 // ServiceMissing is the state of a service with no container (or swarm
 // service) on the host.
 const ServiceMissing = "missing"
+
+// ServiceCompleted is the state of a one-shot service (`restart: "no"`,
+// an init or migration container) whose container exited 0: done, as it
+// should be. It counts as ready, not as up: a stack where nothing else
+// runs is stopped.
+const ServiceCompleted = "completed"
 
 // ServiceState is one compose service as seen on the host.
 type ServiceState struct {

@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -14,14 +16,20 @@ import (
 // command's lines arrive while it runs (its second line waits for a file
 // the test makes only once it has read the first); a non-zero exit names
 // its code and last lines; a command past its timeout is gone from the
-// container; and nothing enters state but the sandbox.
+// container; sandboxer_logs shows the service's log; and nothing enters
+// state but the sandbox.
 func TestAccActions_exec(t *testing.T) {
 	testAccPreCheck(t)
 	testharness.RequireDocker(t)
 	skipBelowNatives(t)
 	tf := newDevCLI(t)
 	h := newAccHost(t)
-	repo := testharness.ComposeRepo(t, testharness.Image(t), "worker")
+	repo := t.TempDir()
+	must(t, os.WriteFile(filepath.Join(repo, "compose.yaml"), []byte(`services:
+  worker:
+    image: `+testharness.Image(t)+`
+    command: ["sh", "-c", "echo worker listening; trap 'exit 0' TERM; while true; do sleep 1; done"]
+`), 0o644))
 	work := tf.dir(devCLIHeader + h.providerConfig(t) + fmt.Sprintf(`
 resource "sandboxer_sandbox" "s" {
   profile = "profile.compose-e2e"
@@ -43,6 +51,13 @@ action "sandboxer_exec" "fail" {
     service    = "worker"
     command    = ["sh", "-c", "echo \"about to fail: $WHY\"; exit 7"]
     env        = { WHY = "on purpose" }
+  }
+}
+
+action "sandboxer_logs" "all" {
+  config {
+    sandbox_id = sandboxer_sandbox.s.id
+    tail       = 10
   }
 }
 
@@ -89,6 +104,10 @@ action "sandboxer_exec" "slow" {
 	rest, _ := io.ReadAll(pipe)
 	if err := cmd.Wait(); err != nil || !strings.Contains(string(rest), "line-two") {
 		t.Fatalf("the invoke: %v\n%s\n%s", err, strings.Join(seen, "\n"), rest)
+	}
+
+	if out := tf.run(work, "apply", "-auto-approve", "-invoke=action.sandboxer_logs.all"); !strings.Contains(out, "worker | worker listening") {
+		t.Fatalf("the logs action did not show the worker's log:\n%s", out)
 	}
 
 	out, err := tf.try(work, "apply", "-auto-approve", "-invoke=action.sandboxer_exec.fail")

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -242,6 +243,7 @@ func (e *Extension) Prepare(ctx context.Context, req backends.Request) (*backend
 		if st.loaded == nil {
 			return nil
 		}
+		sb.OneShot = oneShot(st.loaded.Project)
 		if rendered, err = st.loaded.Isolate(composefile.IsolateOptions{Project: sb.ComposeProject,
 			FreePorts: sb.PublishedPorts == backends.PortsFree, PublishAddress: req.Host.PublishAddress}); err != nil {
 			return err
@@ -334,7 +336,7 @@ func (e *Extension) WaitReady(ctx context.Context, h *hosts.Host, sb *backends.S
 		var st backends.Status
 		if v, ok := e.firstStatus.LoadAndDelete(sb.ID); ok {
 			out, _ := v.(string) // only strings are stored
-			st = parseStatus(out, sb.Services)
+			st = parseStatus(out, sb)
 		} else if st, err = e.status(ctx, h, sb, compose); err != nil {
 			if silent != nil && ctx.Err() != nil {
 				return backends.Status{}, e.neverAccepted(ctx, h, sb, compose, silent)
@@ -362,8 +364,8 @@ func (e *Extension) WaitReady(ctx context.Context, h *hosts.Host, sb *backends.S
 		}
 		for _, s := range st.Services {
 			if s.State == "exited" || s.State == "dead" {
-				logs, _ := hosts.Output(ctx, h, inWorkspace(sb, compose, "logs", "--no-color", "--tail", "20", s.Name))
-				return backends.Status{}, fmt.Errorf("service %q %s before the sandbox became ready; last log lines:\n%s", s.Name, s.State, tail(string(logs), 2000))
+				return backends.Status{}, fmt.Errorf("service %q %s before the sandbox became ready; the services not ready:\n%s",
+					s.Name, s.State, backends.NotReadyReport(ctx, h, e, sb, st))
 			}
 		}
 		select {
@@ -371,7 +373,8 @@ func (e *Extension) WaitReady(ctx context.Context, h *hosts.Host, sb *backends.S
 			if silent != nil {
 				return backends.Status{}, e.neverAccepted(ctx, h, sb, compose, silent)
 			}
-			return backends.Status{}, fmt.Errorf("sandbox %s was not ready in time (services: %s): %w", sb.ID, backends.Describe(st.Services), ctx.Err())
+			return backends.Status{}, fmt.Errorf("sandbox %s was not ready in time (services: %s): %w; the services not ready:\n%s",
+				sb.ID, backends.Describe(st.Services), ctx.Err(), backends.NotReadyReport(ctx, h, e, sb, st))
 		case <-time.After(wait):
 		}
 		wait = min(2*wait, max(e.PollInterval, 50*time.Millisecond))
@@ -404,7 +407,7 @@ func (e *Extension) status(ctx context.Context, h *hosts.Host, sb *backends.Sand
 	if err != nil {
 		return backends.Status{}, fmt.Errorf("unable to list the containers of sandbox %s: %w", sb.ID, err)
 	}
-	return parseStatus(string(out), sb.Services), nil
+	return parseStatus(string(out), sb), nil
 }
 
 // statusScript prints what parseStatus reads: "workspace" when the
@@ -460,11 +463,13 @@ func (e *Extension) StatusFrom(out string, workspace bool, sb *backends.Sandbox)
 			own.WriteString(rest)
 		}
 	}
-	return parseStatus(own.String(), sb.Services)
+	return parseStatus(own.String(), sb)
 }
 
-// parseStatus turns the status script's output into a Status.
-func parseStatus(out string, declared []string) backends.Status {
+// parseStatus turns the status script's output into a Status of sb's
+// declared services.
+func parseStatus(out string, sb *backends.Sandbox) backends.Status {
+	declared := sb.Services
 	workspace := false
 	seen := map[string]backends.ServiceState{}
 	for _, line := range strings.Split(out, "\n") {
@@ -478,6 +483,8 @@ func parseStatus(out string, declared []string) backends.Status {
 		}
 		state := parts[1]
 		switch {
+		case state == "exited" && strings.HasPrefix(parts[2], "Exited (0)") && slices.Contains(sb.OneShot, parts[0]):
+			state = backends.ServiceCompleted
 		case state != "running":
 		case strings.Contains(parts[2], "(health: starting)"):
 			state = "starting"
@@ -503,6 +510,8 @@ func parseStatus(out string, declared []string) backends.Status {
 		case "running":
 			ready++
 			up++
+		case backends.ServiceCompleted:
+			ready++
 		case "starting", "unhealthy":
 			up++
 		}

@@ -318,3 +318,17 @@ func projectFromHost(raw []byte) (stack, error) {
 	st.plan.Services = sortedServiceNames(l.Project)
 	return st, nil
 }
+
+// oneShot are the services of p whose restart policy is written "no": an
+// init or migration container, done once it exited 0. A service without
+// the key is not one: compose's default is "no" too, but a server that
+// exits is drift.
+func oneShot(p *types.Project) []string {
+	var out []string
+	for _, name := range sortedServiceNames(p) {
+		if p.Services[name].Restart == types.RestartPolicyNo {
+			out = append(out, name)
+		}
+	}
+	return out
+}

@@ -265,9 +265,36 @@ func TestParsePorts(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("ports\n got %+v\nwant %+v", got, want)
 	}
-	st := parseStatus("workspace\nweb|running|Up 2 seconds|0.0.0.0:49153->80/tcp\ndb|running|Up 2 seconds|\n", []string{"db", "web"})
+	st := parseStatus("workspace\nweb|running|Up 2 seconds|0.0.0.0:49153->80/tcp\ndb|running|Up 2 seconds|\n", &backends.Sandbox{Services: []string{"db", "web"}})
 	if st.State != backends.StatusReady || len(st.Services[0].Ports) != 0 || len(st.Services[1].Ports) != 1 || st.Services[1].Ports[0].Published != 49153 {
 		t.Fatalf("status %+v", st)
+	}
+}
+
+// The one-shot rule: a service whose file says `restart: "no"` and whose
+// container exited 0 has completed, and counts as ready; exited non-zero,
+// or without the key, it has failed; and a stack where nothing else runs
+// is stopped, not ready.
+func TestOneShotServices(t *testing.T) {
+	repo := repoWith(t, "services:\n  web:\n    image: busybox\n  migrate:\n    image: busybox\n    restart: \"no\"\n  worker:\n    image: busybox\n", nil)
+	st, err := loadProject(repo, "docker-compose.yml", nil, backends.PlanOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb := &backends.Sandbox{Services: []string{"migrate", "web", "worker"}, OneShot: oneShot(st.loaded.Project)}
+	if !reflect.DeepEqual(sb.OneShot, []string{"migrate"}) {
+		t.Fatalf("one-shot services %q, want only migrate", sb.OneShot)
+	}
+	for _, c := range []struct{ out, state, migrate, worker string }{
+		{"migrate|exited|Exited (0) 2 seconds ago|\nweb|running|Up|\nworker|running|Up|\n", backends.StatusReady, "completed", "running"},
+		{"migrate|exited|Exited (1) 2 seconds ago|\nweb|running|Up|\nworker|running|Up|\n", backends.StatusDegraded, "exited", "running"},
+		{"migrate|exited|Exited (0) 2 seconds ago|\nweb|running|Up|\nworker|exited|Exited (0) 1 second ago|\n", backends.StatusDegraded, "completed", "exited"},
+		{"migrate|exited|Exited (0) 9 seconds ago|\nweb|exited|Exited (0) 1 second ago|\nworker|exited|Exited (137) 1 second ago|\n", backends.StatusStopped, "completed", "exited"},
+	} {
+		st := parseStatus("workspace\n"+c.out, sb)
+		if st.State != c.state || st.Services[0].State != c.migrate || st.Services[2].State != c.worker {
+			t.Errorf("%q: %+v, want %s with migrate %s and worker %s", c.out, st, c.state, c.migrate, c.worker)
+		}
 	}
 }
 
