@@ -46,15 +46,15 @@ type Sandbox struct {
 	PublishedPorts string `json:"published_ports,omitempty"`
 	// WaitForPorts: the sandbox is ready only once every published TCP
 	// port accepts a connection (also after an in-place restore).
-	WaitForPorts bool       `json:"wait_for_ports,omitempty"`
-	Services     []string   `json:"services,omitempty"` // declared compose services
+	WaitForPorts bool     `json:"wait_for_ports,omitempty"`
+	Services     []string `json:"services,omitempty"` // declared compose services
 	// OneShot are the services whose compose file says `restart: "no"`:
 	// one that exited 0 has completed (ServiceCompleted), not failed.
-	OneShot []string `json:"one_shot,omitempty"`
-	SourceHash   string     `json:"source_hash,omitempty"`
-	CreatedAt    time.Time  `json:"created_at"`
-	ReadyAt      *time.Time `json:"ready_at,omitempty"`
-	ExpiresAt    *time.Time `json:"expires_at,omitempty"` // from the ttl; what a reaper acts on
+	OneShot    []string   `json:"one_shot,omitempty"`
+	SourceHash string     `json:"source_hash,omitempty"`
+	CreatedAt  time.Time  `json:"created_at"`
+	ReadyAt    *time.Time `json:"ready_at,omitempty"`
+	ExpiresAt  *time.Time `json:"expires_at,omitempty"` // from the ttl; what a reaper acts on
 	// CreateDeadline is set while the sandbox is being created: a record
 	// still without ready_at after it passed belongs to a create that was
 	// abandoned (the provider killed, the connection lost for good), and
