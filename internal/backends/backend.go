@@ -71,6 +71,9 @@ type Sandbox struct {
 	// it does not name (a global one, or any of a record written before
 	// the field) is compared with the engine's own desired count.
 	Replicas map[string]int `json:"replicas,omitempty"`
+	// OnExpiry is what the reaper does once the sandbox expires:
+	// ExpiryStop stops it; empty destroys it.
+	OnExpiry string `json:"on_expiry,omitempty"`
 	// DesiredState is what the configuration last asked of the sandbox's
 	// services: DesiredStopped, or empty for running. The inventory does
 	// not call a sandbox stopped on purpose stale, and an import reads it.
@@ -113,6 +116,20 @@ const (
 	DesiredRunning = "running"
 	DesiredStopped = "stopped"
 )
+
+// What the reaper does with an expired sandbox (on_expiry).
+const (
+	ExpiryDestroy = "destroy"
+	ExpiryStop    = "stop"
+)
+
+// Expiry is the record's on_expiry: ExpiryDestroy or ExpiryStop.
+func (sb *Sandbox) Expiry() string {
+	if sb.OnExpiry == ExpiryStop {
+		return ExpiryStop
+	}
+	return ExpiryDestroy
+}
 
 // Stopped says whether a record asks for its services stopped.
 func (sb *Sandbox) Stopped() bool { return sb.DesiredState == DesiredStopped }
@@ -246,6 +263,9 @@ type Request struct {
 	// WaitForPorts: ready only once every published TCP port accepts a
 	// connection on the host.
 	WaitForPorts bool
+	// OnExpiry is ExpiryStop to have the reaper stop the sandbox once it
+	// expires; empty or ExpiryDestroy destroys it.
+	OnExpiry string
 }
 
 // Metering is the price of a metered sandbox.

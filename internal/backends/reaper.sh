@@ -1,10 +1,13 @@
 #!/bin/sh
-# sandboxer-reaper v6
+# sandboxer-reaper v7
 # Tears down the sandboxes of one root directory whose expiry has passed, and
 # those whose create was abandoned (never ready, create deadline passed),
-# using the record each sandbox leaves in <root>/.sandboxer/sandboxes. Runs
-# from cron, or by hand: `sh reaper.sh [ROOT]`; prints one line per sandbox
-# it removed. Touches nothing without a record: no record, no action.
+# using the record each sandbox leaves in <root>/.sandboxer/sandboxes; an
+# expired one whose record says on_expiry "stop" is stopped instead (its
+# containers, or its swarm services scaled to 0), everything else kept.
+# Runs from cron, or by hand: `sh reaper.sh [ROOT]`; prints one line per
+# sandbox it removed or stopped. Touches nothing without a record: no
+# record, no action.
 set -u
 # The installer puts the root directory here as one quoted shell
 # word, on a line of its own: no character of the path is ever code.
@@ -28,6 +31,7 @@ for rec in "$root"/.sandboxer/sandboxes/*.json; do
 	ws=$(field workspace_dir "$rec")
 	project=$(field compose_project "$rec")
 	ext=$(field extension "$rec")
+	onexpiry=$(field on_expiry "$rec")
 	case "$id" in "" | *[!a-z0-9-]*) continue ;; esac
 	[ "$(basename "$rec")" = "$id.json" ] || continue
 	# The workspace rule of records.go (workspaceAllowed): clean, absolute,
@@ -61,6 +65,32 @@ for rec in "$root"/.sandboxer/sandboxes/*.json; do
 	[ -n "$exp" ] || continue # no ttl: never reaped
 	exp=$(printf '%s' "$exp" | cut -c1-19)
 	[ "$(printf '%s\n%s\n' "$exp" "$now" | sort | head -n 1)" = "$exp" ] && [ "$exp" != "$now" ] || continue
+	if [ "$onexpiry" = stop ] && [ -n "$ready" ]; then
+		# Stopped, not destroyed: the workspace, volumes, networks and
+		# record stay; a stopped stack is left as it is.
+		stopped=
+		if [ "$ext" = ext.swarm ]; then
+			f="label=com.docker.stack.namespace=sbx-$id"
+			if svcs=$(docker service ls --filter "$f" --format '{{.Name}}=0'); then
+				[ -z "$svcs" ] || docker service scale --detach=true $svcs >/dev/null 2>&1 && stopped=1
+			fi
+		elif [ -n "$project" ]; then
+			case "$project" in *[!a-z0-9-]*) continue ;; esac
+			for cli in docker podman; do
+				command -v "$cli" >/dev/null 2>&1 || continue
+				ids=$($cli ps -q --filter "label=com.docker.compose.project=$project") || break
+				[ -n "$ids" ] || { stopped=0; break; }
+				$cli stop $ids >/dev/null && stopped=1
+				break
+			done
+		fi
+		case "$stopped" in
+		1) echo "stopped $id ($why)" ;;
+		0) ;;
+		*) echo "skipped $id: its services could not be stopped" >&2 ;;
+		esac
+		continue
+	fi
 	if [ "$ext" = ext.swarm ]; then
 		# A swarm stack (backends/swarm): removed through the manager this
 		# host is, by the name the id gives it, and waited for (a minute at

@@ -241,6 +241,7 @@ func (r *Registry) create(ctx context.Context, ext Extension, req Request) (*San
 		exp := sb.CreatedAt.Add(req.TTL)
 		sb.ExpiresAt, sb.TTL = &exp, req.TTLText
 	}
+	sb.SetOnExpiry(req.OnExpiry)
 	if req.Metered != nil {
 		sb.HourlyPriceUSD, sb.QuoteUSD = req.Metered.HourlyPriceUSD, req.Metered.QuoteUSD
 	}

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
@@ -190,6 +191,78 @@ resource "sandboxer_sandbox" "db" {
 				ImportStateIdFunc:       func(*terraform.State) (string, error) { return "harness/" + id, nil },
 				ImportStateVerifyIgnore: []string{"timeouts"},
 				Config:                  config("stopped", migrate, read),
+			},
+		},
+	})
+}
+
+// on_expiry = "stop": the host's reaper stops the expired stack instead of
+// destroying it, the next refresh shows it stopped (the plan starts it
+// again, in place), and its workspace and record stay.
+func TestAccSandbox_composeExpiryStops(t *testing.T) {
+	testAccPreCheck(t)
+	testharness.RequireDocker(t)
+	h := newAccHost(t)
+	repo := testharness.ComposeRepo(t, testharness.Image(t), "worker")
+	provider := strings.Replace(h.providerConfig(t), `    root_dir         = "`+h.rootDir+`"`, `    root_dir         = "`+h.rootDir+`"
+    reaper           = true`, 1)
+	config := func(ttl string) string {
+		return provider + fmt.Sprintf(`
+resource "sandboxer_sandbox" "s" {
+  profile   = "profile.compose-e2e"
+  host      = "harness"
+  inputs    = { repo = %q }
+  ttl       = %q
+  on_expiry = "stop"
+}
+`, repo, ttl)
+	}
+	sandbox := "sandboxer_sandbox.s"
+	var project, expires string
+	resource.Test(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProviders,
+		CheckDestroy:             h.checkNothingLeft(t),
+		Steps: []resource.TestStep{
+			{
+				Config: config("2s"),
+				Check: func(s *terraform.State) error {
+					project, expires = stateAttr(s, sandbox, "compose_project"), stateAttr(s, sandbox, "expires_at")
+					return nil
+				},
+			},
+			{
+				PreConfig: func() {
+					at, err := time.Parse(time.RFC3339, expires)
+					must(t, err)
+					time.Sleep(time.Until(at.Add(time.Second))) // the reaper acts on expiry, a time
+					out := hostSays(t, "sh "+filepath.Join(h.rootDir, ".sandboxer", "bin", "reaper.sh"))
+					if !strings.Contains(out, "stopped ") || strings.Contains(out, "reaped") {
+						t.Errorf("the reaper said %q, want it to stop the sandbox", out)
+					}
+				},
+				RefreshState:       true,
+				ExpectNonEmptyPlan: true,
+				Check: func(s *terraform.State) error {
+					if got := stateAttr(s, sandbox, "status"); got != "stopped" {
+						return fmt.Errorf("status after the reaper: %q, want stopped", got)
+					}
+					if got := projectStates(t, project); got != "exited" {
+						return fmt.Errorf("containers after the reaper: %q", got)
+					}
+					return nil
+				},
+			},
+			{
+				// Started again in place, with a longer ttl so that no
+				// reaper stops it meanwhile.
+				Config: config("1h"),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(sandbox, plancheck.ResourceActionUpdate),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(sandbox, tfjsonpath.New("status"), knownvalue.StringExact("ready")),
+				},
 			},
 		},
 	})

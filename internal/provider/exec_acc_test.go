@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/testharness"
 )
@@ -35,6 +36,14 @@ resource "sandboxer_sandbox" "s" {
   profile = "profile.compose-e2e"
   host    = "harness"
   inputs  = { repo = %q }
+  ttl     = "1h"
+}
+
+action "sandboxer_extend" "more" {
+  config {
+    sandbox_id = sandboxer_sandbox.s.id
+    by         = "2h"
+  }
 }
 
 action "sandboxer_exec" "stream" {
@@ -72,16 +81,8 @@ action "sandboxer_exec" "slow" {
 `, repo))
 	tf.run(work, "apply", "-auto-approve")
 	t.Cleanup(func() { tf.run(work, "destroy", "-auto-approve") })
-	project := strings.TrimSpace(tf.run(work, "state", "show", "-no-color", "sandboxer_sandbox.s"))
-	container := ""
-	for _, line := range strings.Split(project, "\n") {
-		if f := strings.Fields(line); len(f) == 3 && f[0] == "compose_project" {
-			container = hostSays(t, "docker ps -q --filter label=com.docker.compose.project="+strings.Trim(f[2], `"`))
-		}
-	}
-	if container == "" {
-		t.Fatalf("no container found for the sandbox:\n%s", project)
-	}
+	project := stateValue(t, tf.run(work, "state", "show", "sandboxer_sandbox.s"), "compose_project")
+	container := hostSays(t, "docker ps -q --filter label=com.docker.compose.project="+project)
 
 	cmd := tf.command(work, "apply", "-auto-approve", "-invoke=action.sandboxer_exec.stream")
 	pipe, err := cmd.StdoutPipe()
@@ -122,7 +123,35 @@ action "sandboxer_exec" "slow" {
 	if ps := hostSays(t, "docker exec "+container+" ps -o args"); strings.Contains(ps, "sleep 100") {
 		t.Fatalf("processes of the command remain after its timeout:\n%s", ps)
 	}
+	// Extended without a plan; the plan after keeps the new expiry.
+	before := stateValue(t, tf.run(work, "state", "show", "sandboxer_sandbox.s"), "expires_at")
+	out = tf.run(work, "apply", "-auto-approve", "-invoke=action.sandboxer_extend.more")
+	if !strings.Contains(out, "now expires at") {
+		t.Fatalf("the extend action: %s", out)
+	}
+	if out := tf.run(work, "apply", "-auto-approve"); !strings.Contains(out, "No changes") {
+		t.Fatalf("the apply after an extend:\n%s", out)
+	}
+	after := stateValue(t, tf.run(work, "state", "show", "sandboxer_sandbox.s"), "expires_at")
+	b, _ := time.Parse(time.RFC3339, before)
+	a, err := time.Parse(time.RFC3339, after)
+	if err != nil || a.Sub(b) != 2*time.Hour {
+		t.Fatalf("expires_at %s, then %s after extending by 2h (%v)", before, after, err)
+	}
 	if state := tf.run(work, "state", "list"); strings.TrimSpace(state) != "sandboxer_sandbox.s" {
 		t.Errorf("state after the actions: %q", state)
 	}
+}
+
+// stateValue is a top-level string attribute in `terraform state show`'s
+// output.
+func stateValue(t *testing.T, shown, name string) string {
+	t.Helper()
+	for _, line := range strings.Split(shown, "\n") {
+		if f := strings.Fields(line); len(f) == 3 && f[0] == name && f[1] == "=" {
+			return strings.Trim(f[2], `"`)
+		}
+	}
+	t.Fatalf("no %s in:\n%s", name, shown)
+	return ""
 }

@@ -523,7 +523,7 @@ func (p *SandboxerProvider) Resources(_ context.Context) []func() resource.Resou
 // Actions are operations, not objects (Terraform >= 1.14: `action` blocks,
 // `terraform apply -invoke`, `action_trigger`); other CLIs ignore them.
 func (p *SandboxerProvider) Actions(_ context.Context) []func() action.Action {
-	return []func() action.Action{NewReapAction, NewSnapshotAction, NewRestoreAction, NewExecAction, NewLogsAction}
+	return []func() action.Action{NewReapAction, NewSnapshotAction, NewRestoreAction, NewExecAction, NewLogsAction, NewExtendAction}
 }
 
 // ListResources serve `terraform query` (Terraform >= 1.14); other CLIs

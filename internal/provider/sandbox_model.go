@@ -59,6 +59,7 @@ type sandboxModel struct {
 	WaitForPorts     types.Bool     `tfsdk:"wait_for_ports"`
 	Endpoints        types.Map      `tfsdk:"endpoints"`
 	DesiredState     types.String   `tfsdk:"desired_state"`
+	OnExpiry         types.String   `tfsdk:"on_expiry"`
 	Timeouts         timeouts.Value `tfsdk:"timeouts"`
 }
 
@@ -115,6 +116,12 @@ func (r *SandboxResource) Schema(ctx context.Context, _ resource.SchemaRequest, 
 				MarkdownDescription: "`ready`, `stopped` (every service stopped, as `desired_state = \"stopped\"` asks), or what refresh " +
 					"found: `degraded` or `missing`. A sandbox found `stopped` while desired running is started in place when its " +
 					"containers are all there; anything else that is not as desired plans a replacement."},
+			"on_expiry": schema.StringAttribute{Optional: true, Computed: true,
+				Default:    stringdefault.StaticString(backends.ExpiryDestroy),
+				Validators: []validator.String{stringvalidator.OneOf(backends.ExpiryDestroy, backends.ExpiryStop)},
+				MarkdownDescription: "What the host's reaper does once the sandbox expires (`expires_at`): `destroy` (default) removes it; " +
+					"`stop` stops its services (as `desired_state = \"stopped\"` does), keeping the workspace, volumes and record, and " +
+					"the next refresh shows it `stopped`. Changed in place. Profiles without services refuse `stop` at plan time."},
 			"desired_state": schema.StringAttribute{Optional: true, Computed: true,
 				Default:    stringdefault.StaticString(backends.DesiredRunning),
 				Validators: []validator.String{stringvalidator.OneOf(backends.DesiredRunning, backends.DesiredStopped)},
@@ -370,6 +377,9 @@ func (m *sandboxModel) fromBackend(ctx context.Context, sb *backends.Sandbox, st
 	if m.DesiredState.IsNull() || m.DesiredState.IsUnknown() { // import: as the host records it
 		m.DesiredState = types.StringValue(sb.Desired())
 	}
+	if m.OnExpiry.IsNull() || m.OnExpiry.IsUnknown() {
+		m.OnExpiry = types.StringValue(sb.Expiry())
+	}
 
 	services := st.Services
 	if st.State == backends.StatusStopped {
@@ -410,5 +420,8 @@ func (m *sandboxModel) failedCreate(id string) {
 	}
 	if m.DesiredState.IsUnknown() {
 		m.DesiredState = types.StringNull()
+	}
+	if m.OnExpiry.IsUnknown() {
+		m.OnExpiry = types.StringNull()
 	}
 }

@@ -191,6 +191,10 @@ func (p *sandboxPlan) keepRoute() {
 	p.plan.ExpiresAt = types.StringNull()
 	if created, err := time.Parse(time.RFC3339, state.CreatedAt.ValueString()); err == nil && p.ttl > 0 {
 		p.plan.ExpiresAt = types.StringValue(created.Add(p.ttl).UTC().Format(time.RFC3339))
+		// An expiry pushed by sandboxer_extend stays until the ttl changes.
+		if p.plan.TTL.Equal(state.TTL) && !state.ExpiresAt.IsNull() && !state.ExpiresAt.IsUnknown() {
+			p.plan.ExpiresAt = state.ExpiresAt
+		}
 	}
 	if !p.plan.Host.Equal(state.Host) {
 		p.resp.RequiresReplace = append(p.resp.RequiresReplace, path.Root("host"))
@@ -257,18 +261,32 @@ func (p *sandboxPlan) checkInputs(ctx context.Context, ext backends.Extension, c
 	return c, true
 }
 
-// checkDesiredState refuses desired_state = "stopped" for a sandbox with no
-// services to stop (a workspace, a metered saas-stub sandbox).
+// checkDesiredState refuses desired_state = "stopped" and on_expiry =
+// "stop" for a sandbox with no services to stop (a workspace, a metered
+// saas-stub sandbox).
 func (p *sandboxPlan) checkDesiredState() bool {
-	if p.plan.DesiredState.ValueString() != backends.DesiredStopped || p.plan.Extension.IsUnknown() ||
-		p.data.registry.CanStop(p.plan.Extension.ValueString()) {
+	if p.plan.Extension.IsUnknown() || p.data.registry.CanStop(p.plan.Extension.ValueString()) {
 		return true
 	}
-	p.resp.Diagnostics.AddAttributeError(path.Root("desired_state"), "Sandbox Cannot Be Stopped",
-		fmt.Sprintf("profile %s (%s) has no services to stop: its sandbox is a directory and is always there. "+
-			"desired_state = %q is for compose and swarm sandboxes; remove it, or set %q.",
-			p.profile.Name, p.plan.Extension.ValueString(), backends.DesiredStopped, backends.DesiredRunning))
-	return false
+	ok := true
+	for _, arg := range []struct {
+		name       string
+		value      types.String
+		stop, keep string
+	}{
+		{"desired_state", p.plan.DesiredState, backends.DesiredStopped, backends.DesiredRunning},
+		{"on_expiry", p.plan.OnExpiry, backends.ExpiryStop, backends.ExpiryDestroy},
+	} {
+		if arg.value.ValueString() != arg.stop {
+			continue
+		}
+		ok = false
+		p.resp.Diagnostics.AddAttributeError(path.Root(arg.name), "Sandbox Cannot Be Stopped",
+			fmt.Sprintf("profile %s (%s) has no services to stop: its sandbox is a directory and is always there. "+
+				"%s = %q is for compose and swarm sandboxes; remove it, or set %q.",
+				p.profile.Name, p.plan.Extension.ValueString(), arg.name, arg.stop, arg.keep))
+	}
+	return ok
 }
 
 // replaceOnChange replaces a sandbox whose repo content changed, and one

@@ -103,6 +103,7 @@ func (r *SandboxResource) Create(ctx context.Context, req resource.CreateRequest
 
 		PublishedPorts: plan.PublishedPorts.ValueString(),
 		WaitForPorts:   plan.WaitForPorts.ValueBool(),
+		OnExpiry:       plan.OnExpiry.ValueString(),
 	}
 	if ttl := plan.TTL.ValueString(); ttl != "" {
 		breq.TTL, _ = time.ParseDuration(ttl) // validated at plan time
@@ -263,6 +264,7 @@ func (r *SandboxResource) Update(ctx context.Context, req resource.UpdateRequest
 	sb, err := r.data.registry.Update(ctx, h, plan.ID.ValueString(), func(sb *backends.Sandbox) {
 		sb.Labels, sb.ExpiresAt, sb.TTL = labels, expires, plan.TTL.ValueString()
 		sb.WaitForPorts = plan.WaitForPorts.ValueBool()
+		sb.SetOnExpiry(plan.OnExpiry.ValueString())
 		if !plan.EstimatedCostUSD.IsNull() {
 			sb.QuoteUSD = plan.EstimatedCostUSD.ValueFloat64()
 		}
