@@ -71,8 +71,14 @@ for rec in "$root"/.sandboxer/sandboxes/*.json; do
 		stopped=
 		if [ "$ext" = ext.swarm ]; then
 			f="label=com.docker.stack.namespace=sbx-$id"
-			if svcs=$(docker service ls --filter "$f" --format '{{.Name}}=0'); then
-				[ -z "$svcs" ] || docker service scale --detach=true $svcs >/dev/null 2>&1 && stopped=1
+			# Those not at 0 replicas yet ("0/0" once scaled down).
+			if svcs=$(docker service ls --filter "$f" --format '{{.Name}}=0 {{.Replicas}}'); then
+				svcs=$(printf '%s\n' "$svcs" | grep -v ' 0/0' | cut -d' ' -f1)
+				if [ -z "$svcs" ]; then
+					stopped=0
+				elif docker service scale --detach=true $svcs >/dev/null 2>&1; then
+					stopped=1
+				fi
 			fi
 		elif [ -n "$project" ]; then
 			case "$project" in *[!a-z0-9-]*) continue ;; esac
