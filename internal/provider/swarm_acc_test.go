@@ -469,3 +469,91 @@ resource "sandboxer_snapshot" "good" {
 		}},
 	})
 }
+
+// desired_state on a swarm stack: every service scaled to 0 and back to
+// the replicas its compose file declares, in place; a command runs in the
+// task on the manager's node.
+func TestAccSwarm_desiredState(t *testing.T) {
+	testAccPreCheck(t)
+	sw := testharness.StartedSwarm(t)
+	managerID, err := sw.Docker(1, "info", "--format", "{{.Swarm.NodeID}}")
+	must(t, err)
+	root := t.TempDir()
+	repo := swarmRepo(t, strings.TrimSpace(managerID), false)
+	config := func(desired string, extra string) string {
+		return swarmConfig(t, sw, root) + fmt.Sprintf(`
+resource "sandboxer_sandbox" "stack" {
+  profile       = "profile.swarm-e2e"
+  host          = "swarm"
+  inputs        = { repo = %q }
+  desired_state = %q
+}
+`, repo, desired) + extra
+	}
+	read := `
+resource "sandboxer_command" "started" {
+  sandbox_id = sandboxer_sandbox.stack.id
+  service    = "keeper"
+  command    = ["cat", "/data/started"]
+}
+`
+	sandbox := "sandboxer_sandbox.stack"
+	var id string
+	var stacks []string
+	running := func(want string) resource.TestCheckFunc {
+		return func(s *terraform.State) error {
+			out, err := sw.Docker(1, "service", "ls", "--filter", "label=com.docker.stack.namespace=sbx-"+id, "--format", "{{.Name}} {{.Replicas}}")
+			if err != nil {
+				return fmt.Errorf("docker service ls: %v %s", err, out)
+			}
+			if got := strings.Join(strings.Fields(strings.TrimSpace(out)), " "); !regexp.MustCompile(want).MatchString(got) {
+				return fmt.Errorf("services of sbx-%s: %q, want %s", id, got, want)
+			}
+			return nil
+		}
+	}
+	resource.Test(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProviders,
+		CheckDestroy:             swarmNothingLeft(t, sw, &stacks, root),
+		Steps: []resource.TestStep{
+			{
+				Config: config("running", read),
+				Check: func(s *terraform.State) error {
+					id = stateAttr(s, sandbox, "id")
+					stacks = append(stacks, stateAttr(s, sandbox, "compose_project"))
+					if out := stateAttr(s, "sandboxer_command.started", "stdout"); out == "" {
+						return fmt.Errorf("the command in keeper printed nothing")
+					}
+					return nil
+				},
+			},
+			{
+				Config: config("stopped", read),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(sandbox, plancheck.ResourceActionUpdate),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(sandbox, tfjsonpath.New("status"), knownvalue.StringExact("stopped")),
+					statecheck.ExpectKnownValue(sandbox, tfjsonpath.New("endpoints"), knownvalue.MapExact(map[string]knownvalue.Check{})),
+				},
+				Check: func(s *terraform.State) error { return running(`^sbx-\w+_keeper 0/0 sbx-\w+_web 0/0`)(s) },
+			},
+			{
+				Config: config("running", read),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(sandbox, plancheck.ResourceActionUpdate),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(sandbox, tfjsonpath.New("status"), knownvalue.StringExact("ready")),
+				},
+				Check: func(s *terraform.State) error {
+					if got := stateAttr(s, sandbox, "id"); got != id {
+						return fmt.Errorf("the stack was replaced: %s, then %s", id, got)
+					}
+					return running(`^sbx-\w+_keeper 1/1 sbx-\w+_web 3/3`)(s)
+				},
+			},
+		},
+	})
+}
