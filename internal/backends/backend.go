@@ -8,6 +8,7 @@ package backends
 import (
 	"context"
 	"errors"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -86,7 +87,51 @@ type Sandbox struct {
 	// services' published ports among it), so that its state needs no
 	// read-back. Not part of the record.
 	Seen *Status `json:"-"`
+	// Timings are the seconds the last create or start spent in each of
+	// its phases (Timing*), and in all. Not part of the record.
+	Timings map[string]float64 `json:"-"`
 }
+
+// The phases of a create or a start, as Sandbox.Timings names them.
+const (
+	TimingCopy   = "copy"   // the record and the workspace: the repo copied
+	TimingRender = "render" // the compose file rendered and written
+	TimingUp     = "up"     // `compose up` or `stack deploy`: pulls and builds included
+	TimingStart  = "start"  // a stopped sandbox's services started
+	TimingReady  = "ready"  // waiting for readiness
+	TimingTotal  = "total"
+)
+
+// timings adds up the seconds of a create's or a start's phases.
+type timings struct {
+	start time.Time
+	last  time.Time
+	m     map[string]float64
+}
+
+func startTimings(now time.Time) *timings {
+	return &timings{start: now, last: now, m: map[string]float64{}}
+}
+
+// done adds the time since the last phase ended to phase (none: the time
+// is nobody's).
+func (t *timings) done(phase string, now time.Time) {
+	if phase != "" {
+		t.m[phase] += now.Sub(t.last).Seconds()
+	}
+	t.last = now
+}
+
+// result rounds every phase to milliseconds and adds the total.
+func (t *timings) result(now time.Time) map[string]float64 {
+	out := map[string]float64{TimingTotal: roundMs(now.Sub(t.start).Seconds())}
+	for k, v := range t.m {
+		out[k] = roundMs(v)
+	}
+	return out
+}
+
+func roundMs(s float64) float64 { return math.Round(s*1000) / 1000 }
 
 // FormatTTL writes a lifetime the way people write one: "2h", "1h30m",
 // "45m", not time.Duration's "2h0m0s". An import of a record that predates
@@ -308,6 +353,8 @@ type Step struct {
 	// WhileFilling: the step needs the workspace's files but not the
 	// volumes', so it may run while Request.FillVolumes does.
 	WhileFilling bool
+	// Timing is the phase of Sandbox.Timings its time counts in.
+	Timing string
 }
 
 // Planner is an Extension that can tell at plan time, from the client

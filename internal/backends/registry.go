@@ -209,6 +209,7 @@ func (r *Registry) create(ctx context.Context, ext Extension, req Request) (*San
 		}
 		return nil, cause
 	}
+	took := startTimings(r.now())
 	dropRecord := func(ctx context.Context) error { return removeRecord(ctx, req.Host, sb.ID) }
 	tearDown := func(ctx context.Context) error { return r.teardown(ctx, ext, req.Host, sb) }
 	if err := writeRecord(ctx, req.Host, sb); err != nil {
@@ -220,6 +221,7 @@ func (r *Registry) create(ctx context.Context, ext Extension, req Request) (*San
 	} else if err != nil {
 		return cleanUp(err, tearDown)
 	}
+	took.done(TimingCopy, r.now())
 	tflog.Debug(ctx, "create: workspace made")
 	filled, settled := fillVolumes(ctx, req, sb)
 	for _, step := range steps {
@@ -233,6 +235,7 @@ func (r *Registry) create(ctx context.Context, ext Extension, req Request) (*San
 			// The fill ends first: the teardown removes the volumes it writes.
 			return cleanUp(errors.Join(err, filled(), settled()), tearDown)
 		}
+		took.done(step.Timing, r.now())
 	}
 	if err := errors.Join(filled(), settled()); err != nil {
 		return cleanUp(err, tearDown)
@@ -250,18 +253,31 @@ func (r *Registry) create(ctx context.Context, ext Extension, req Request) (*San
 	if err := writeRecord(ctx, req.Host, sb); err != nil {
 		return cleanUp(err, tearDown)
 	}
+	took.done("", r.now())
 	tflog.Debug(ctx, "create: waiting until ready")
 	seen, err := ext.WaitReady(ctx, req.Host, sb)
 	if err != nil {
 		return cleanUp(err, tearDown)
 	}
+	took.done(TimingReady, r.now())
 	sb.Seen = &seen
 	ready := r.now().UTC()
 	sb.ReadyAt, sb.CreateDeadline = &ready, nil
 	if err := writeRecord(ctx, req.Host, sb); err != nil {
 		return cleanUp(err, tearDown)
 	}
+	sb.Timings = took.result(r.now())
+	tflog.Debug(ctx, "create: ready", timingFields(sb.Timings))
 	return sb, nil
+}
+
+// timingFields are timings as log fields: "seconds_<phase>".
+func timingFields(t map[string]float64) map[string]any {
+	f := make(map[string]any, len(t))
+	for k, v := range t {
+		f["seconds_"+k] = v
+	}
+	return f
 }
 
 // Get reads a sandbox's record and its live status from the host.

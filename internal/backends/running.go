@@ -65,13 +65,18 @@ func (r *Registry) SetDesiredState(ctx context.Context, h *hosts.Host, sb *Sandb
 		return ext.Inspect(ctx, h, sb)
 	}
 	tflog.Debug(ctx, "starting the sandbox's services")
+	took := startTimings(r.now())
 	if err := stopper.StartServices(ctx, h, sb); err != nil {
 		return Status{}, err
 	}
+	took.done(TimingStart, r.now())
 	st, err := ext.WaitReady(ctx, h, sb)
 	if err != nil {
 		return Status{}, fmt.Errorf("sandbox %s was started but did not become ready: %w", sb.ID, err)
 	}
+	took.done(TimingReady, r.now())
+	sb.Timings = took.result(r.now())
+	tflog.Debug(ctx, "started: ready", timingFields(sb.Timings))
 	return st, nil
 }
 

@@ -90,6 +90,12 @@ resource "sandboxer_sandbox" "db" {
 		Steps: []resource.TestStep{
 			{
 				Config: config("running", migrate),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(sandbox, tfjsonpath.New("timings"), knownvalue.MapExact(map[string]knownvalue.Check{
+						"copy": knownvalue.NotNull(), "render": knownvalue.NotNull(), "up": knownvalue.NotNull(),
+						"ready": knownvalue.NotNull(), "total": knownvalue.NotNull(),
+					})),
+				},
 				Check: func(s *terraform.State) error {
 					id, project = stateAttr(s, sandbox, "id"), stateAttr(s, sandbox, "compose_project")
 					if got, err := psql("SELECT body FROM notes"); err != nil || got != "kept overnight" {
@@ -130,6 +136,9 @@ resource "sandboxer_sandbox" "db" {
 					statecheck.ExpectKnownValue(sandbox, tfjsonpath.New("endpoints").AtMapKey("db:5432"), knownvalue.NotNull()),
 					statecheck.ExpectKnownValue("sandboxer_command.read", tfjsonpath.New("stdout"), knownvalue.StringExact("kept overnight\n")),
 					statecheck.ExpectKnownValue("sandboxer_command.read", tfjsonpath.New("exit_code"), knownvalue.Int64Exact(0)),
+					statecheck.ExpectKnownValue(sandbox, tfjsonpath.New("timings"), knownvalue.MapExact(map[string]knownvalue.Check{
+						"start": knownvalue.NotNull(), "ready": knownvalue.NotNull(), "total": knownvalue.NotNull(),
+					})),
 				},
 			},
 			{
@@ -189,7 +198,7 @@ resource "sandboxer_sandbox" "db" {
 				ImportState:             true,
 				ImportStateVerify:       true,
 				ImportStateIdFunc:       func(*terraform.State) (string, error) { return "harness/" + id, nil },
-				ImportStateVerifyIgnore: []string{"timeouts"},
+				ImportStateVerifyIgnore: []string{"timeouts", "timings"},
 				Config:                  config("stopped", migrate, read),
 			},
 		},

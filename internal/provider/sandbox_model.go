@@ -60,6 +60,7 @@ type sandboxModel struct {
 	Endpoints        types.Map      `tfsdk:"endpoints"`
 	DesiredState     types.String   `tfsdk:"desired_state"`
 	OnExpiry         types.String   `tfsdk:"on_expiry"`
+	Timings          types.Map      `tfsdk:"timings"`
 	Timeouts         timeouts.Value `tfsdk:"timeouts"`
 }
 
@@ -116,6 +117,12 @@ func (r *SandboxResource) Schema(ctx context.Context, _ resource.SchemaRequest, 
 				MarkdownDescription: "`ready`, `stopped` (every service stopped, as `desired_state = \"stopped\"` asks), or what refresh " +
 					"found: `degraded` or `missing`. A sandbox found `stopped` while desired running is started in place when its " +
 					"containers are all there; anything else that is not as desired plans a replacement."},
+			"timings": schema.MapAttribute{Computed: true, ElementType: types.Float64Type,
+				PlanModifiers: []planmodifier.Map{mapplanmodifier.UseStateForUnknown()},
+				MarkdownDescription: "Where the last create or start spent its time, in seconds: at create `copy` (the record and the " +
+					"workspace, the repo copied), `render` (the compose file rendered), `up` (`compose up` or `stack deploy`, pulls and " +
+					"builds included) and `ready` (waiting for readiness); at a start `start` and `ready`; and `total`. The DEBUG log " +
+					"has the same figures. Null after an import."},
 			"on_expiry": schema.StringAttribute{Optional: true, Computed: true,
 				Default:    stringdefault.StaticString(backends.ExpiryDestroy),
 				Validators: []validator.String{stringvalidator.OneOf(backends.ExpiryDestroy, backends.ExpiryStop)},
@@ -380,6 +387,14 @@ func (m *sandboxModel) fromBackend(ctx context.Context, sb *backends.Sandbox, st
 	if m.OnExpiry.IsNull() || m.OnExpiry.IsUnknown() {
 		m.OnExpiry = types.StringValue(sb.Expiry())
 	}
+	// Measured by this process's create or start; else as they were.
+	if sb.Timings != nil {
+		v, d := types.MapValueFrom(ctx, types.Float64Type, sb.Timings)
+		diags.Append(d...)
+		m.Timings = v
+	} else if m.Timings.IsUnknown() {
+		m.Timings = types.MapNull(types.Float64Type)
+	}
 
 	services := st.Services
 	if st.State == backends.StatusStopped {
@@ -423,5 +438,8 @@ func (m *sandboxModel) failedCreate(id string) {
 	}
 	if m.OnExpiry.IsUnknown() {
 		m.OnExpiry = types.StringNull()
+	}
+	if m.Timings.IsUnknown() {
+		m.Timings = types.MapNull(types.Float64Type)
 	}
 }

@@ -381,6 +381,7 @@ func (p *sandboxPlan) planServices(ctx context.Context, names []string) {
 			p.plan.Status = types.StringValue(backends.StatusReady)
 			p.plan.Services = plannedServiceList(p.state.serviceNames(ctx))
 			p.plan.Endpoints = types.MapUnknown(types.StringType)
+			p.plan.Timings = types.MapUnknown(types.Float64Type) // measured at the start
 		}
 		return
 	}

@@ -92,7 +92,7 @@ resource "sandboxer_sandbox" "ws" {
 				ImportState:             true,
 				ImportStateIdFunc:       importID("sandboxer_sandbox.ws"),
 				ImportStateVerify:       true,
-				ImportStateVerifyIgnore: []string{"env", "timeouts", "ttl"},
+				ImportStateVerifyIgnore: []string{"env", "timeouts", "ttl", "timings"},
 			},
 			{
 				// Editing a file in the repo directory shows in the plan.
@@ -208,7 +208,7 @@ resource "sandboxer_sandbox" "stack" {
 				ImportState:             true,
 				ImportStateIdFunc:       importID("sandboxer_sandbox.stack"),
 				ImportStateVerify:       true,
-				ImportStateVerifyIgnore: []string{"env"}, // never on the host, by design
+				ImportStateVerifyIgnore: []string{"env", "timings"}, // never on the host, by design
 			},
 			{
 				// Stopped out of band: drift, and the plan replaces it.

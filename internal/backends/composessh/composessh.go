@@ -223,7 +223,7 @@ func (e *Extension) Prepare(ctx context.Context, req backends.Request) (*backend
 	}
 	var steps []backends.Step
 	if canary != "" && !fromSnapshot {
-		steps = append(steps, backends.Step{Name: "write the canary compose file", Run: func(ctx context.Context) error {
+		steps = append(steps, backends.Step{Name: "write the canary compose file", Timing: backends.TimingRender, Run: func(ctx context.Context) error {
 			return hosts.WriteFile(ctx, req.Host, ws+"/"+file, canaryCompose(canary), 0o644)
 		}})
 	}
@@ -260,8 +260,8 @@ func (e *Extension) Prepare(ctx context.Context, req backends.Request) (*backend
 	up := func(ctx context.Context) error { return e.up(ctx, req, sb, compose, st.networks, rendered) }
 	// The rendering reads and writes the workspace only: a restore's
 	// volumes are filled meanwhile.
-	return sb, append(steps, backends.Step{Name: "render the compose file", Run: render, WhileFilling: true},
-		backends.Step{Name: "compose up", Run: up}), nil
+	return sb, append(steps, backends.Step{Name: "render the compose file", Run: render, WhileFilling: true, Timing: backends.TimingRender},
+		backends.Step{Name: "compose up", Run: up, Timing: backends.TimingUp}), nil
 }
 
 // up reserves the subnets of the stack's networks, brings the stack up and

@@ -274,11 +274,11 @@ func (e *Extension) Prepare(ctx context.Context, req backends.Request) (*backend
 		}})
 	}
 	if rendered != nil {
-		steps = append(steps, backends.Step{Name: "write the rendered compose file", Run: func(ctx context.Context) error {
+		steps = append(steps, backends.Step{Name: "write the rendered compose file", Timing: backends.TimingRender, Run: func(ctx context.Context) error {
 			return hosts.WriteFile(ctx, req.Host, sb.WorkspaceDir+"/"+backends.RenderedFile(sb.ComposeFile), rendered, 0o644)
 		}})
 	}
-	steps = append(steps, backends.Step{Name: "docker stack deploy", Run: func(ctx context.Context) error {
+	steps = append(steps, backends.Step{Name: "docker stack deploy", Timing: backends.TimingUp, Run: func(ctx context.Context) error {
 		if err := req.Host.Run(ctx, deployScript(sb), nil, nil); err != nil {
 			return fmt.Errorf("docker stack deploy failed: %w", err)
 		}
