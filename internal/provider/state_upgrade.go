@@ -21,8 +21,8 @@ import (
 //
 //	0  0.2.0 and before
 //	1  0.3.0: sandboxer_sandbox gains published_ports (default "free"),
-//	   wait_for_ports, endpoints and services[*].ports; sandboxer_restore
-//	   gains endpoints
+//	   wait_for_ports, endpoints and services[*].ports, desired_state,
+//	   on_expiry and timings; sandboxer_restore gains endpoints
 const (
 	sandboxSchemaVersion = 1
 	restoreSchemaVersion = 1
@@ -89,13 +89,19 @@ func jsonNull(v json.RawMessage, ok bool) bool { return !ok || string(v) == "nul
 // wait_for_ports (new, default false) is false, as the configuration
 // plans it and as the sandbox was created (0.2.0 never waited for ports);
 // endpoints and services[*].ports (computed) are null until the next
-// refresh reads them from the host.
+// refresh reads them from the host. desired_state is "running" and
+// on_expiry "destroy", as the configuration plans them and as 0.2.0 ran
+// every sandbox; timings (computed) stay null.
 func sandboxV0ToV1(attrs map[string]json.RawMessage) error {
-	if v, ok := attrs["published_ports"]; jsonNull(v, ok) {
-		attrs["published_ports"] = json.RawMessage(`"` + backends.PortsFree + `"`)
-	}
-	if v, ok := attrs["wait_for_ports"]; jsonNull(v, ok) {
-		attrs["wait_for_ports"] = json.RawMessage(`false`)
+	for name, value := range map[string]string{
+		"published_ports": `"` + backends.PortsFree + `"`,
+		"wait_for_ports":  `false`,
+		"desired_state":   `"` + backends.DesiredRunning + `"`,
+		"on_expiry":       `"` + backends.ExpiryDestroy + `"`,
+	} {
+		if v, ok := attrs[name]; jsonNull(v, ok) {
+			attrs[name] = json.RawMessage(value)
+		}
 	}
 	return nil
 }

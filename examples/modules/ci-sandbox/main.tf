@@ -26,6 +26,17 @@ resource "sandboxer_sandbox" "this" {
 
   published_ports = var.published_ports
   wait_for_ports  = var.wait_for_ports
+  desired_state   = var.desired_state
+}
+
+# The optional migration, run once when the sandbox is created.
+resource "sandboxer_command" "migrate" {
+  count = var.migrate == null ? 0 : 1
+
+  sandbox_id = sandboxer_sandbox.this.id
+  host       = sandboxer_sandbox.this.host
+  service    = var.migrate.service
+  command    = var.migrate.command
 }
 
 # An optional checkpoint of the sandbox's workspace, kept in the host's

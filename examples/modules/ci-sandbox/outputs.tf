@@ -37,3 +37,14 @@ output "service_ports" {
   description = "Each service's published ports, by service name: { target, protocol, host_ip, published, address }."
   value       = { for s in sandboxer_sandbox.this.services : s.name => s.ports }
 }
+
+output "status" {
+  description = "\"ready\", or \"stopped\" while desired_state is \"stopped\"."
+  value       = sandboxer_sandbox.this.status
+}
+
+output "migrate_output" {
+  description = "What the migrate command printed (standard output); null without one."
+  value       = one(sandboxer_command.migrate[*].stdout)
+  sensitive   = true
+}

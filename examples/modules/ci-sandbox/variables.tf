@@ -74,3 +74,24 @@ variable "wait_for_ports" {
   default     = false
   nullable    = false
 }
+
+variable "desired_state" {
+  description = "\"running\", or \"stopped\": every container of the stack stopped in place (workspace, volumes and networks kept), e.g. overnight. Changing it stops or starts the stack; it is never replaced for it."
+  type        = string
+  default     = "running"
+  nullable    = false
+
+  validation {
+    condition     = contains(["running", "stopped"], var.desired_state)
+    error_message = "desired_state is \"running\" or \"stopped\"."
+  }
+}
+
+variable "migrate" {
+  description = "A command run once in a service when the sandbox is created, e.g. a migration: { service = \"db\", command = [\"psql\", \"-f\", \"/migrations/all.sql\"] }. A non-zero exit fails the apply. null (the default): none."
+  type = object({
+    service = string
+    command = list(string)
+  })
+  default = null
+}

@@ -32,11 +32,18 @@ resource "sandboxer_sandbox" "e2e" {
   }
 
   # Lifetime: gives expires_at (created_at + ttl). The profile's default is
-  # 2h; changing ttl later moves expires_at in place.
-  ttl = "4h"
+  # 2h; changing ttl later moves expires_at in place. At expiry the host's
+  # reaper stops the stack (on_expiry = "stop") rather than destroying it.
+  ttl       = "4h"
+  on_expiry = "stop"
+
+  # "stopped" stops every container in place overnight (workspace, volumes
+  # and networks kept); "running" starts them again and waits until ready.
+  desired_state = var.overnight ? "stopped" : "running"
 
   timeouts {
     create = "20m" # first start may build images
+    update = "20m" # a start waits for readiness
     delete = "10m"
   }
 }

@@ -233,3 +233,67 @@ run "checkpoint" {
     error_message = "The checkpoint must hold the workspace's files."
   }
 }
+
+# Day two: a migration command at create, then the stack stopped in place
+# overnight and started again, the same sandbox throughout.
+run "migrate" {
+  command = apply
+
+  variables {
+    repo_path = "tests/fixtures/app"
+    host      = "harness"
+    env       = { IMAGE = run.setup.image, TEST_RUN = run.setup.test_run }
+    labels    = { ci_job = "module-test", checkpoint = "yes" }
+    ttl       = "30m"
+    migrate   = { service = "worker", command = ["sh", "-c", "echo migrated"] }
+  }
+
+  assert {
+    condition     = nonsensitive(output.migrate_output) == "migrated\n"
+    error_message = "The migrate command's output must be in migrate_output."
+  }
+}
+
+run "stopped_overnight" {
+  command = apply
+
+  variables {
+    repo_path     = "tests/fixtures/app"
+    host          = "harness"
+    env           = { IMAGE = run.setup.image, TEST_RUN = run.setup.test_run }
+    labels        = { ci_job = "module-test", checkpoint = "yes" }
+    ttl           = "30m"
+    migrate       = { service = "worker", command = ["sh", "-c", "echo migrated"] }
+    desired_state = "stopped"
+    previous_id   = run.migrate.id
+  }
+
+  assert {
+    condition     = output.status == "stopped" && length(output.endpoints) == 0
+    error_message = "A stopped stack must say stopped, with no endpoints."
+  }
+
+  assert {
+    condition     = output.id == var.previous_id
+    error_message = "Stopping must not replace the sandbox."
+  }
+}
+
+run "started_again" {
+  command = apply
+
+  variables {
+    repo_path   = "tests/fixtures/app"
+    host        = "harness"
+    env         = { IMAGE = run.setup.image, TEST_RUN = run.setup.test_run }
+    labels      = { ci_job = "module-test", checkpoint = "yes" }
+    ttl         = "30m"
+    migrate     = { service = "worker", command = ["sh", "-c", "echo migrated"] }
+    previous_id = run.stopped_overnight.id
+  }
+
+  assert {
+    condition     = output.status == "ready" && output.id == var.previous_id
+    error_message = "Starting must bring the same sandbox back ready."
+  }
+}
