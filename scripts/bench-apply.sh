@@ -74,6 +74,17 @@
 #        -v VOL:/data:ro -v REPO:/repo IMAGE restic backup /data`, and the
 #        restore into a fresh volume (IMAGE: Debian's restic and the
 #        libraries ldd names, imported once)                     goal <= 1.0x
+#  23. `terraform apply` stopping the N sandboxes of row 1 in place
+#        (desired_state = "stopped") vs N parallel shell `compose stop`
+#        of N stacks on the host                                 goal <= 1.5x
+#  24. the apply starting them again (ready) vs N parallel `compose start`
+#                                                                goal <= 1.5x
+#  25. `terraform apply -invoke` of sandboxer_exec running `true` in a
+#        sandbox's service, minus the invoke of an action doing next to
+#        nothing (sandboxer_extend: one record read and write), vs `ssh
+#        host docker compose -p PROJECT exec -T app true`       goal <= 1.2x
+#        (needs Terraform >= 1.14: TERRAFORM=...; skipped, saying so,
+#        with an older one)
 #
 # Medians of SANDBOXER_BENCH_RUNS (3) runs, each side timed in turn, so load
 # on the host weighs on all of them alike. Prints a table and exits 1 when a
@@ -86,13 +97,14 @@
 #   SANDBOXER_BENCH_ROWS=restic bash scripts/bench-apply.sh       # rows 15-22 only
 #   SANDBOXER_BENCH_ROWS=volume bash scripts/bench-apply.sh       # rows 9-12 only
 #   SANDBOXER_BENCH_ROWS=tunnel bash scripts/bench-apply.sh       # rows 13-14 only
+#   SANDBOXER_BENCH_ROWS=daytwo TERRAFORM=/path/to/terraform-1.16 bash scripts/bench-apply.sh  # rows 23-25 only
 #   SANDBOXER_BENCH_USER=sandboxer-ci bash scripts/bench-apply.sh # as a user with a light login shell
 #
 # Settings: SANDBOXER_BENCH_ROWS (a comma-separated list of: apply = 1, 2, 4
 # and 4b through the sshd with sftp-server; sshd = 1, 2 and 4 through both
 # sshds, and 2b; plan = 3, 3b and 4; checkpoint = 5-8; checkpoint-restic =
 # 15-18; volume = 9-12; volume-restic = 19-22; restic = 15-22; tunnel =
-# 13-14; default all), SANDBOXER_BENCH_N, _M, _L, _RUNS, SANDBOXER_BENCH_CK_FILES,
+# 13-14; daytwo = 23-25; default all), SANDBOXER_BENCH_N, _M, _L, _RUNS, SANDBOXER_BENCH_CK_FILES,
 # _CK_MIB, _VOL_FILES, _VOL_MIB, _TUN_MIB, _TUN_CONNS, SANDBOXER_BENCH_COMPOSE
 # (the compose command on every side; default `docker compose`, v2, as on
 # users' hosts), SANDBOXER_BENCH_SSH_PORT (the benchmark's sshd with
@@ -120,7 +132,7 @@ L="${SANDBOXER_BENCH_L:-200}"
 RUNS="${SANDBOXER_BENCH_RUNS:-3}"
 COMPOSE="${SANDBOXER_BENCH_COMPOSE:-docker compose}"
 PORT="${SANDBOXER_BENCH_SSH_PORT:-2298}"
-ROWS="${SANDBOXER_BENCH_ROWS:-apply,sshd,plan,checkpoint,volume,restic,tunnel}"
+ROWS="${SANDBOXER_BENCH_ROWS:-apply,sshd,plan,checkpoint,volume,restic,tunnel,daytwo}"
 case ",$ROWS," in *,restic,*) ROWS="$ROWS,checkpoint-restic,volume-restic" ;; esac
 want() { case ",$ROWS," in *",$1,"*) return 0 ;; esac; return 1; }
 
@@ -244,6 +256,7 @@ cleanup_all() {
 	for d in "${planM:-}" "${plan1:-}"; do [ -z "$d" ] || tf "$d" destroy -auto-approve -parallelism=20 "${common[@]}" || true; done
 	finish_runs || true
 	[ -z "${tun:-}" ] || [ -z "${tun_vars+x}" ] || tf "$tun" destroy -auto-approve "${tun_vars[@]}" -var measure_script= -var run=destroy || true
+	[ -z "${d2:-}" ] || tf "$d2" destroy -auto-approve "${common[@]}" -var "n=$N" -var ttl=1h || true
 	floor_down || true
 }
 devprovider_on_exit cleanup_all
@@ -662,6 +675,61 @@ ms() { awk -v s="$1" 'BEGIN {printf "%.2f", s * 1000}'; }
 mibps() { awk -v s="$1" -v m="$TUN_MIB" 'BEGIN {printf "%.0f", m / s}'; }
 fi
 
+# ---------------------------------------------------------------- 23-25: day two
+# The N sandboxes of row 1, stopped and started in place by applies, beside
+# N floor stacks stopped and started by parallel shells; then a command in
+# the first sandbox's service through `terraform apply -invoke`.
+if want daytwo; then
+log "day two: stop and start of $N sandboxes in place, a command through apply -invoke, $RUNS runs"
+d2="$(work daytwo provider)"
+tf "$d2" apply -auto-approve "${common[@]}" -var "n=$N" -var ttl=1h
+floor_up
+floor_shell() { # $1 = stop or start: each floor stack, in parallel
+	local i
+	for i in $(seq 1 "$N"); do
+		(cd "$root/fl-$i" && $COMPOSE -p "bench-fl-$i" "$1" >/dev/null 2>&1) &
+	done
+	wait
+}
+fresh d2_stop d2_start d2_fstop d2_fstart
+for run in $(seq 1 "$RUNS"); do
+	timed tf "$d2" apply -auto-approve "${common[@]}" -var "n=$N" -var ttl=1h -var desired_state=stopped >>"$state/d2_stop"
+	timed floor_shell stop >>"$state/d2_fstop"
+	timed tf "$d2" apply -auto-approve "${common[@]}" -var "n=$N" -var ttl=1h >>"$state/d2_start"
+	timed floor_shell start >>"$state/d2_fstart"
+	log "run $run: stop $(last d2_stop) s (shell $(last d2_fstop) s), start $(last d2_start) s (shell $(last d2_fstart) s)"
+done
+medians d2_stop d2_start d2_fstop d2_fstart
+d2_exec=""
+tfv="$("$TERRAFORM" version | sed -n 1p)"
+if [[ "$tfv" =~ ^Terraform\ v1\.([0-9]+)\. ]] && [ "${BASH_REMATCH[1]}" -ge 14 ]; then
+	d2_exec=1
+	ex="$(work exec exec)"
+	first="$("$TERRAFORM" -chdir="$d2" output -json first)"
+	sid="$(printf '%s' "$first" | sed -n 's/.*"id":"\([0-9a-f]*\)".*/\1/p')"
+	project="$(printf '%s' "$first" | sed -n 's/.*"project":"\([a-z0-9-]*\)".*/\1/p')"
+	ex_vars=("${ssh_vars[@]}" -var "root_dir=$root" -var "compose_command=$COMPOSE" -var "sandbox_id=$sid")
+	by_hand() {
+		ssh -p "$PORT" -i "$SANDBOXER_TEST_SSH_KEY" -o BatchMode=yes -o UserKnownHostsFile="$state/known_hosts" \
+			"$BENCH_USER@127.0.0.1" "$COMPOSE -p $project exec -T app true"
+	}
+	fresh d2_invoke d2_noop d2_hand
+	for run in $(seq 1 "$RUNS"); do
+		timed tf "$ex" apply -auto-approve "${ex_vars[@]}" -invoke=action.sandboxer_exec.true >>"$state/d2_invoke"
+		timed tf "$ex" apply -auto-approve "${ex_vars[@]}" -invoke=action.sandboxer_extend.noop >>"$state/d2_noop"
+		timed by_hand >>"$state/d2_hand"
+		log "run $run: invoke of exec $(last d2_invoke) s, of a no-op $(last d2_noop) s, by hand $(last d2_hand) s"
+	done
+	medians d2_invoke d2_noop d2_hand
+	med[d2_exec]="$(awk -v a="${med[d2_invoke]}" -v b="${med[d2_noop]}" 'BEGIN {printf "%.3f", a - b}')"
+else
+	log "row 25 skipped: $tfv has no actions (Terraform >= 1.14: TERRAFORM=...)"
+fi
+tf "$d2" destroy -auto-approve "${common[@]}" -var "n=$N" -var ttl=1h
+d2=""
+floor_down
+fi
+
 finish_runs
 
 # ---------------------------------------------------------------- report
@@ -718,5 +786,12 @@ if want tunnel; then
 	row "tunnel connection setup vs ssh -L, connections opened alone (median of $TUN_CONNS)" "$(ms "${med[tn_tun_alone]}")" "$(ms "${med[tn_ssh_alone]}")" 1.2 ms
 	info "the same, 90th percentile (no goal)" "$(ms "${med[tn_tun_p90]}")" "$(ms "${med[tn_ssh_p90]}")" ms
 	info "the same, back to back (no goal; each ssh -N open waits for the delayed ACK of the close before)" "$(ms "${med[tn_tun_b2b]}")" "$(ms "${med[tn_ssh_b2b]}")" ms
+fi
+if want daytwo; then
+	row "apply stopping $N sandboxes in place vs $N parallel shell compose stop" "${med[d2_stop]}" "${med[d2_fstop]}" 1.5
+	row "apply starting them again, ready, vs $N parallel shell compose start" "${med[d2_start]}" "${med[d2_fstart]}" 1.5
+	if [ -n "$d2_exec" ]; then
+		row "sandboxer_exec of true: apply -invoke (${med[d2_invoke]} s) minus a no-op invoke (${med[d2_noop]} s) vs ssh host $COMPOSE exec -T app true" "${med[d2_exec]}" "${med[d2_hand]}" 1.2
+	fi
 fi
 exit "$bench_missed"

@@ -22,6 +22,14 @@ variable "max_network_operations" {
   type    = number
   default = null
 }
+variable "desired_state" {
+  type    = string
+  default = "running"
+}
+variable "ttl" {
+  type    = string
+  default = null
+}
 
 provider "sandboxer" {
   compose_command = var.compose_command
@@ -39,9 +47,15 @@ provider "sandboxer" {
 }
 
 resource "sandboxer_sandbox" "s" {
-  count   = var.n
-  profile = "profile.compose-e2e"
-  inputs  = { repo = var.repo }
+  count         = var.n
+  profile       = "profile.compose-e2e"
+  inputs        = { repo = var.repo }
+  desired_state = var.desired_state
+  ttl           = var.ttl
+}
+
+output "first" {
+  value = length(sandboxer_sandbox.s) > 0 ? { id = sandboxer_sandbox.s[0].id, project = sandboxer_sandbox.s[0].compose_project } : null
 }
 
 resource "sandboxer_snapshot" "s" {
