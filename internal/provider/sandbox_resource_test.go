@@ -211,9 +211,13 @@ resource "sandboxer_sandbox" "stack" {
 				ImportStateVerifyIgnore: []string{"env", "timings"}, // never on the host, by design
 			},
 			{
-				// Stopped out of band: drift, and the plan replaces it.
+				// Stopped out of band and a container removed: drift a
+				// start cannot mend, so the plan replaces it (stopped with
+				// every container there is started in place:
+				// TestAccSandbox_composeDesiredState).
 				PreConfig: func() {
-					out, err := exec.Command("sh", "-c", "docker stop -t 1 $(docker ps -q --filter label=com.docker.compose.project="+project+")").CombinedOutput()
+					out, err := exec.Command("sh", "-c", "docker stop -t 1 $(docker ps -q --filter label=com.docker.compose.project="+project+") && "+
+						"docker rm $(docker ps -aq --filter label=com.docker.compose.project="+project+" --filter label=com.docker.compose.service=worker)").CombinedOutput()
 					if err != nil {
 						t.Fatalf("docker stop: %v %s", err, out)
 					}
