@@ -400,10 +400,11 @@ type Snapshotter interface {
 
 // Stopper is an Extension whose sandboxes can be stopped and started again
 // in place (desired_state): every container stops; the workspace, volumes,
-// networks and record stay. The registry waits for readiness after a
-// start, as after a create.
+// networks and record stay. StopServices returns the status the stop left
+// (read by the same command where it can). The registry waits for
+// readiness after a start, as after a create.
 type Stopper interface {
-	StopServices(ctx context.Context, h *hosts.Host, sb *Sandbox) error
+	StopServices(ctx context.Context, h *hosts.Host, sb *Sandbox) (Status, error)
 	StartServices(ctx context.Context, h *hosts.Host, sb *Sandbox) error
 }
 

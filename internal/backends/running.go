@@ -42,16 +42,11 @@ func (r *Registry) SetDesiredState(ctx context.Context, h *hosts.Host, sb *Sandb
 	if !ok {
 		return Status{}, fmt.Errorf("sandbox %s (%s) has no services to stop or start", sb.ID, sb.Extension)
 	}
-	record := ""
-	switch desired {
-	case DesiredStopped:
-		record = DesiredStopped
-	case DesiredRunning:
-	default:
+	if desired != DesiredStopped && desired != DesiredRunning {
 		return Status{}, fmt.Errorf("desired state %q is neither %q nor %q", desired, DesiredRunning, DesiredStopped)
 	}
-	if sb.DesiredState != record {
-		sb.DesiredState = record
+	if sb.Desired() != desired {
+		sb.SetDesired(desired)
 		if err := writeRecord(ctx, h, sb); err != nil {
 			return Status{}, err
 		}
@@ -59,10 +54,7 @@ func (r *Registry) SetDesiredState(ctx context.Context, h *hosts.Host, sb *Sandb
 	ctx = tflog.SetField(ctx, "sandbox_id", sb.ID)
 	if desired == DesiredStopped {
 		tflog.Debug(ctx, "stopping the sandbox's services")
-		if err := stopper.StopServices(ctx, h, sb); err != nil {
-			return Status{}, err
-		}
-		return ext.Inspect(ctx, h, sb)
+		return stopper.StopServices(ctx, h, sb)
 	}
 	tflog.Debug(ctx, "starting the sandbox's services")
 	took := startTimings(r.now())
@@ -89,7 +81,17 @@ func keepStopped(ctx context.Context, ext Extension, h *hosts.Host, sb *Sandbox,
 	}
 	sctx, cancel := detached(ctx)
 	defer cancel()
-	return errors.Join(err, stopper.StopServices(sctx, h, sb))
+	_, serr := stopper.StopServices(sctx, h, sb)
+	return errors.Join(err, serr)
+}
+
+// SetDesired records what the configuration asks of the services
+// (DesiredStopped; anything else is running, and is recorded as nothing).
+func (sb *Sandbox) SetDesired(desired string) {
+	sb.DesiredState = ""
+	if desired == DesiredStopped {
+		sb.DesiredState = DesiredStopped
+	}
 }
 
 // SetOnExpiry records what the reaper does once the sandbox expires

@@ -265,6 +265,7 @@ func (r *SandboxResource) Update(ctx context.Context, req resource.UpdateRequest
 		sb.Labels, sb.ExpiresAt, sb.TTL = labels, expires, plan.TTL.ValueString()
 		sb.WaitForPorts = plan.WaitForPorts.ValueBool()
 		sb.SetOnExpiry(plan.OnExpiry.ValueString())
+		sb.SetDesired(plan.DesiredState.ValueString()) // recorded with the rest: SetDesiredState writes nothing more
 		if !plan.EstimatedCostUSD.IsNull() {
 			sb.QuoteUSD = plan.EstimatedCostUSD.ValueFloat64()
 		}

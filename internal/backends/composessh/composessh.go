@@ -316,7 +316,8 @@ func (e *Extension) up(ctx context.Context, req backends.Request, sb *backends.S
 	}
 }
 
-// statusAfterUp is up's section holding the status read after `compose up`.
+// statusAfterUp is the section holding the status read after `compose up`
+// (or `start`, or `stop`).
 const statusAfterUp = "status"
 
 // WaitReady looks at the services until all of them run (and pass their
@@ -617,23 +618,54 @@ func (e *Extension) Unpause(ctx context.Context, h *hosts.Host, sb *backends.San
 	return e.composeRun(ctx, h, sb, "unable to unpause", "unpause")
 }
 
+// stopArgs are `compose stop`'s: the same for a restore and a stop in place.
+var stopArgs = []string{"stop", "--timeout", "10"}
+
 // Stop stops the stack's containers around an in-place restore.
 func (e *Extension) Stop(ctx context.Context, h *hosts.Host, sb *backends.Sandbox) error {
-	return e.StopServices(ctx, h, sb)
+	return e.composeRun(ctx, h, sb, "unable to stop", stopArgs...)
 }
 
 var _ backends.Stopper = (*Extension)(nil)
 
-// StopServices is `compose stop` of the sandbox's own project.
-func (e *Extension) StopServices(ctx context.Context, h *hosts.Host, sb *backends.Sandbox) error {
-	return e.composeRun(ctx, h, sb, "unable to stop", "stop", "--timeout", "10")
+// StopServices is `compose stop` of the sandbox's own project, and the
+// status after it, in one command.
+func (e *Extension) StopServices(ctx context.Context, h *hosts.Host, sb *backends.Sandbox) (backends.Status, error) {
+	compose, err := e.compose(ctx, h)
+	if err != nil {
+		return backends.Status{}, err
+	}
+	reply, err := hosts.Ask(ctx, h, func(m hosts.Mark) string {
+		return inWorkspace(sb, compose, stopArgs...) + " || exit $?\n" + m.Section(statusAfterUp, "") + "\n" + statusScript(sb, compose) + "\n"
+	})
+	if err != nil {
+		return backends.Status{}, fmt.Errorf("unable to stop sandbox %s: %w", sb.ID, err)
+	}
+	for _, s := range reply.Sections { // statusAfterUp
+		return parseStatus(string(s.Body), sb), nil
+	}
+	return backends.Status{}, fmt.Errorf("unable to stop sandbox %s: its status after the stop is missing", sb.ID)
 }
 
 // StartServices is `compose start`: the containers as they were created,
 // with their volumes and networks (an in-place restore's Start brings the
-// stack `up` instead, to take a restored compose file).
+// stack `up` instead, to take a restored compose file); the same command
+// takes WaitReady's first look.
 func (e *Extension) StartServices(ctx context.Context, h *hosts.Host, sb *backends.Sandbox) error {
-	return e.composeRun(ctx, h, sb, "unable to start", "start")
+	compose, err := e.compose(ctx, h)
+	if err != nil {
+		return err
+	}
+	reply, err := hosts.Ask(ctx, h, func(m hosts.Mark) string {
+		return inWorkspace(sb, compose, "start") + " || exit $?\n" + m.Section(statusAfterUp, "") + "\n{ " + statusScript(sb, compose) + "; } || true\n"
+	})
+	if err != nil {
+		return fmt.Errorf("unable to start sandbox %s: %w", sb.ID, err)
+	}
+	for _, s := range reply.Sections { // statusAfterUp
+		e.firstStatus.Store(sb.ID, string(s.Body))
+	}
+	return nil
 }
 
 // Start brings the stack up from the (restored) workspace: `up`, not

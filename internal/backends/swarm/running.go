@@ -15,15 +15,15 @@ var _ backends.Stopper = (*Extension)(nil)
 // until their tasks have stopped; the services, networks and volumes stay.
 // (Stop, for an in-place restore, removes the services instead: the
 // restored compose file deploys them again.)
-func (e *Extension) StopServices(ctx context.Context, h *hosts.Host, sb *backends.Sandbox) error {
+func (e *Extension) StopServices(ctx context.Context, h *hosts.Host, sb *backends.Sandbox) (backends.Status, error) {
 	args, err := scaleArgs(sb, true)
 	if err != nil {
-		return err
+		return backends.Status{}, err
 	}
 	if err := h.Run(ctx, hosts.Command(append([]string{"docker", "service", "scale", "--detach=false"}, args...)...)+" >/dev/null", nil, nil); err != nil {
-		return fmt.Errorf("unable to stop sandbox %s: docker service scale: %w", sb.ID, err)
+		return backends.Status{}, fmt.Errorf("unable to stop sandbox %s: docker service scale: %w", sb.ID, err)
 	}
-	return nil
+	return e.Inspect(ctx, h, sb)
 }
 
 // StartServices scales every service back to the replicas its compose
