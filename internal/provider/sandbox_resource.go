@@ -274,7 +274,8 @@ func (r *SandboxResource) Update(ctx context.Context, req resource.UpdateRequest
 		resp.Diagnostics.AddError("Unable to Update Sandbox", fmt.Sprintf("Sandbox %s on host %q: %v", plan.ID.ValueString(), h.Host(), err))
 		return
 	}
-	if desired := plan.DesiredState.ValueString(); desired != state.DesiredState.ValueString() || !plan.Status.Equal(state.Status) {
+	desired := plan.DesiredState.ValueString()
+	if r.data.registry.CanStop(plan.Extension.ValueString()) && (desired != state.DesiredState.ValueString() || !plan.Status.Equal(state.Status)) {
 		// The plan stops or starts it (planServices), or records what is
 		// now asked: the services and endpoints are what that left.
 		st, err := r.data.registry.SetDesiredState(ctx, h, sb, desired)
