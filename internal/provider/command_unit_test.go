@@ -28,22 +28,14 @@ func TestUnitCommand_badInput(t *testing.T) {
 			resource.UnitTest(t, resource.TestCase{
 				ProtoV6ProviderFactories: testAccProviders,
 				Steps: []resource.TestStep{{
-					Config: fmt.Sprintf(`
-provider "sandboxer" {
-  host {
-    name     = "build"
-    local    = true
-    root_dir = %q
-  }
-}
-
+					Config: buildProvider(root, "") + fmt.Sprintf(`
 resource "sandboxer_command" "c" {
   host       = "build"
   sandbox_id = %q
   service    = "web"
   %s
 }
-`, root, id, c.args),
+`, id, c.args),
 					PlanOnly:    true,
 					ExpectError: regexp.MustCompile(c.want),
 				}},
@@ -61,22 +53,14 @@ func TestUnitCommand_unknownSandboxPlans(t *testing.T) {
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProviders,
 		Steps: []resource.TestStep{{
-			Config: fmt.Sprintf(`
-provider "sandboxer" {
-  host {
-    name     = "build"
-    local    = true
-    root_dir = %q
-  }
-}
-
+			Config: buildProvider(root, "") + `
 resource "sandboxer_command" "c" {
   host       = "build"
   sandbox_id = "0123456789ab"
   service    = "web"
   command    = ["true"]
 }
-`, root),
+`,
 			PlanOnly:           true,
 			ExpectNonEmptyPlan: true,
 		}},

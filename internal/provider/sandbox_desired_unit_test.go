@@ -29,22 +29,13 @@ func TestUnitSandboxPlan_stoppedNeedsServices(t *testing.T) {
 			resource.UnitTest(t, resource.TestCase{
 				ProtoV6ProviderFactories: testAccProviders,
 				Steps: []resource.TestStep{{
-					Config: fmt.Sprintf(`
-provider "sandboxer" {
-  host {
-    name     = "build"
-    local    = true
-    root_dir = %q
-  }
-  credits_file = %q
-}
-
+					Config: buildProvider(root, fmt.Sprintf("  credits_file = %q", credits)) + fmt.Sprintf(`
 resource "sandboxer_sandbox" "s" {
   profile       = %q
   host          = %q
   desired_state = "stopped"
 }
-`, root, credits, profile, host),
+`, profile, host),
 					PlanOnly:    true,
 					ExpectError: regexp.MustCompile(`(?s)Sandbox Cannot Be Stopped.*no services to stop`),
 				}},

@@ -32,6 +32,21 @@ func requireCLI(t *testing.T) {
 	}
 }
 
+// buildProvider is a provider block whose one host, "build", is this
+// machine with root as its root directory; extra goes in the block.
+func buildProvider(root, extra string) string {
+	return fmt.Sprintf(`
+provider "sandboxer" {
+  host {
+    name     = "build"
+    local    = true
+    root_dir = %q
+  }
+%s
+}
+`, root, extra)
+}
+
 // planConfig is a compose sandbox on a local host whose root directory is
 // a fresh temporary one: a plan must leave it empty.
 func planConfig(t *testing.T, root, compose, extra string) string {
@@ -40,22 +55,14 @@ func planConfig(t *testing.T, root, compose, extra string) string {
 	if err := os.WriteFile(filepath.Join(repo, "docker-compose.yml"), []byte(compose), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return fmt.Sprintf(`
-provider "sandboxer" {
-  host {
-    name     = "build"
-    local    = true
-    root_dir = %q
-  }
-}
-
+	return buildProvider(root, "") + fmt.Sprintf(`
 resource "sandboxer_sandbox" "stack" {
   profile = "profile.compose-e2e"
   host    = "build"
   inputs  = { repo = %q }
 %s
 }
-`, root, repo, extra)
+`, repo, extra)
 }
 
 func rootStaysEmpty(t *testing.T, root string) {
