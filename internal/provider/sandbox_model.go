@@ -392,8 +392,8 @@ func (m *sandboxModel) fromBackend(ctx context.Context, sb *backends.Sandbox, st
 		v, d := types.MapValueFrom(ctx, types.Float64Type, sb.Timings)
 		diags.Append(d...)
 		m.Timings = v
-	} else if m.Timings.IsUnknown() {
-		m.Timings = types.MapNull(types.Float64Type)
+	} else if m.Timings.IsUnknown() || m.Timings.IsNull() {
+		m.Timings = types.MapNull(types.Float64Type) // typed: a list resource's model starts from zero values
 	}
 
 	services := st.Services
