@@ -292,3 +292,49 @@ func TestSnapshotReadsChangeNothingOnTheHost(t *testing.T) {
 	}
 	unchanged(t, before)
 }
+
+// A sandbox stopped on purpose is checkpointed without a pause (nothing
+// runs to hold still), and an in-place restore leaves it stopped.
+func TestStoppedSandboxCheckpoints(t *testing.T) {
+	testharness.RequireDocker(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	h := testharness.SSHHost(t)
+	reg := backends.NewRegistry(composessh.New(os.Getenv("SANDBOXER_COMPOSE_CMD")))
+	repo := testharness.ComposeRepo(t, testharness.Image(t), "app")
+	sb, err := reg.Create(ctx, backends.Request{ID: backends.NewID(), Profile: profile(t, "profile.compose-e2e"), Host: h, Inputs: map[string]string{"repo": repo}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = reg.Destroy(context.Background(), h, sb.ID) }() // best-effort cleanup
+	if st, err := reg.SetDesiredState(ctx, h, sb, backends.DesiredStopped); err != nil || st.State != backends.StatusStopped {
+		t.Fatalf("stop: %+v %v", st, err)
+	}
+	states := func() string {
+		out, err := exec.Command("docker", "ps", "-a", "--filter", "label=com.docker.compose.project="+sb.ComposeProject, "--format", "{{.State}}").Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	snap, err := reg.Snapshot(ctx, h, backends.SnapshotRequest{ID: "snap-" + backends.NewID(), SandboxID: sb.ID, Quiesce: backends.QuiescePause})
+	if err != nil {
+		t.Fatalf("a checkpoint of a stopped sandbox: %v", err)
+	}
+	if got := states(); got != "exited" {
+		t.Fatalf("after the checkpoint the containers are %q, want exited", got)
+	}
+	readme := filepath.Join(sb.WorkspaceDir, "README.txt")
+	if err := os.WriteFile(readme, []byte("changed\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := reg.RestoreInPlace(ctx, h, snap.ID, h, sb.ID, checkpoint.RestoreOptions{Files: true, Overwrite: true}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(readme); string(got) != "fixture\n" {
+		t.Fatalf("restored README.txt holds %q", got)
+	}
+	if got := states(); got != "exited" {
+		t.Fatalf("after the restore the containers are %q, want exited: the sandbox is meant to be stopped", got)
+	}
+}
