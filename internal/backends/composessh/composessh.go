@@ -626,48 +626,6 @@ func (e *Extension) Stop(ctx context.Context, h *hosts.Host, sb *backends.Sandbo
 	return e.composeRun(ctx, h, sb, "unable to stop", stopArgs...)
 }
 
-var _ backends.Stopper = (*Extension)(nil)
-
-// StopServices is `compose stop` of the sandbox's own project, and the
-// status after it, in one command.
-func (e *Extension) StopServices(ctx context.Context, h *hosts.Host, sb *backends.Sandbox) (backends.Status, error) {
-	compose, err := e.compose(ctx, h)
-	if err != nil {
-		return backends.Status{}, err
-	}
-	reply, err := hosts.Ask(ctx, h, func(m hosts.Mark) string {
-		return inWorkspace(sb, compose, stopArgs...) + " || exit $?\n" + m.Section(statusAfterUp, "") + "\n" + statusScript(sb, compose) + "\n"
-	})
-	if err != nil {
-		return backends.Status{}, fmt.Errorf("unable to stop sandbox %s: %w", sb.ID, err)
-	}
-	for _, s := range reply.Sections { // statusAfterUp
-		return parseStatus(string(s.Body), sb), nil
-	}
-	return backends.Status{}, fmt.Errorf("unable to stop sandbox %s: its status after the stop is missing", sb.ID)
-}
-
-// StartServices is `compose start`: the containers as they were created,
-// with their volumes and networks (an in-place restore's Start brings the
-// stack `up` instead, to take a restored compose file); the same command
-// takes WaitReady's first look.
-func (e *Extension) StartServices(ctx context.Context, h *hosts.Host, sb *backends.Sandbox) error {
-	compose, err := e.compose(ctx, h)
-	if err != nil {
-		return err
-	}
-	reply, err := hosts.Ask(ctx, h, func(m hosts.Mark) string {
-		return inWorkspace(sb, compose, "start") + " || exit $?\n" + m.Section(statusAfterUp, "") + "\n{ " + statusScript(sb, compose) + "; } || true\n"
-	})
-	if err != nil {
-		return fmt.Errorf("unable to start sandbox %s: %w", sb.ID, err)
-	}
-	for _, s := range reply.Sections { // statusAfterUp
-		e.firstStatus.Store(sb.ID, string(s.Body))
-	}
-	return nil
-}
-
 // Start brings the stack up from the (restored) workspace: `up`, not
 // `start`, so a restored compose file or .env takes effect; a rendered
 // sandbox's file is rendered again from the compose file the workspace
@@ -710,21 +668,4 @@ func (e *Extension) composeRun(ctx context.Context, h *hosts.Host, sb *backends.
 		return fmt.Errorf("%s sandbox %s: %w", what, sb.ID, err)
 	}
 	return nil
-}
-
-var _ backends.Execer = (*Extension)(nil)
-
-// ExecEngine is the engine of the host's compose command.
-func (e *Extension) ExecEngine(ctx context.Context, h *hosts.Host) (string, error) {
-	compose, err := e.compose(ctx, h)
-	if err != nil {
-		return "", err
-	}
-	return engine(compose), nil
-}
-
-// ServiceFilters pick the containers compose made for the service in the
-// sandbox's own project (v1 and v2 label them alike).
-func (e *Extension) ServiceFilters(sb *backends.Sandbox, service string) []string {
-	return []string{"label=" + projectLabel + "=" + sb.ComposeProject, "label=com.docker.compose.service=" + service}
 }

@@ -1,0 +1,51 @@
+package composessh
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/backends"
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/hosts"
+)
+
+var _ backends.Stopper = (*Extension)(nil)
+
+// StopServices is `compose stop` of the sandbox's own project, and the
+// status after it, in one command.
+func (e *Extension) StopServices(ctx context.Context, h *hosts.Host, sb *backends.Sandbox) (backends.Status, error) {
+	compose, err := e.compose(ctx, h)
+	if err != nil {
+		return backends.Status{}, err
+	}
+	reply, err := hosts.Ask(ctx, h, func(m hosts.Mark) string {
+		return inWorkspace(sb, compose, stopArgs...) + " || exit $?\n" + m.Section(statusAfterUp, "") + "\n" + statusScript(sb, compose) + "\n"
+	})
+	if err != nil {
+		return backends.Status{}, fmt.Errorf("unable to stop sandbox %s: %w", sb.ID, err)
+	}
+	for _, s := range reply.Sections { // statusAfterUp
+		return parseStatus(string(s.Body), sb), nil
+	}
+	return backends.Status{}, fmt.Errorf("unable to stop sandbox %s: its status after the stop is missing", sb.ID)
+}
+
+// StartServices is `compose start`: the containers as they were created,
+// with their volumes and networks (an in-place restore's Start brings the
+// stack `up` instead, to take a restored compose file); the same command
+// takes WaitReady's first look.
+func (e *Extension) StartServices(ctx context.Context, h *hosts.Host, sb *backends.Sandbox) error {
+	compose, err := e.compose(ctx, h)
+	if err != nil {
+		return err
+	}
+	reply, err := hosts.Ask(ctx, h, func(m hosts.Mark) string {
+		return inWorkspace(sb, compose, "start") + " || exit $?\n" + m.Section(statusAfterUp, "") + "\n{ " + statusScript(sb, compose) + "; } || true\n"
+	})
+	if err != nil {
+		return fmt.Errorf("unable to start sandbox %s: %w", sb.ID, err)
+	}
+	for _, s := range reply.Sections { // statusAfterUp
+		e.firstStatus.Store(sb.ID, string(s.Body))
+	}
+	return nil
+}
