@@ -79,6 +79,13 @@ type Sandbox struct {
 	// services: DesiredStopped, or empty for running. The inventory does
 	// not call a sandbox stopped on purpose stale, and an import reads it.
 	DesiredState string `json:"desired_state,omitempty"`
+	// Rules are the policy and limits the sandbox was created under: a
+	// restore in place checks and renders the restored compose file by
+	// them, and the inventory says what each service may use (Limits).
+	Rules *Rules `json:"rules,omitempty"`
+	// Limits are what the sandbox's services may use together (each
+	// service's limits, times its replicas); zero where any is unlimited.
+	Limits *Limits `json:"limits,omitempty"`
 	// Metered sandboxes are charged for their lifetime on teardown.
 	HourlyPriceUSD float64 `json:"hourly_price_usd,omitempty"`
 	QuoteUSD       float64 `json:"quote_usd,omitempty"`
@@ -311,6 +318,9 @@ type Request struct {
 	// OnExpiry is ExpiryStop to have the reaper stop the sandbox once it
 	// expires; empty or ExpiryDestroy destroys it.
 	OnExpiry string
+	// Rules are the host's policy, tightened by the sandbox's, and its
+	// limits: checked again on the project that is rendered and run.
+	Rules Rules
 }
 
 // Metering is the price of a metered sandbox.
@@ -367,6 +377,9 @@ type Planner interface {
 // PlanOptions are the sandbox's arguments a plan's checks depend on.
 type PlanOptions struct {
 	PublishedPorts string // PortsFree (default when empty) or PortsAsWritten
+	// Rules are the host's policy, tightened by the sandbox's, and its
+	// limits.
+	Rules Rules
 }
 
 // Plan is what a Planner learned: the services (sorted by name) and

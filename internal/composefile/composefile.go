@@ -81,6 +81,7 @@ func Quiet() { quietLogrus.Do(func() { logrus.SetOutput(io.Discard) }) }
 type Loaded struct {
 	Project *types.Project
 	Path    string // the compose file on this machine
+	Repo    string // the directory it was loaded from ("" for a resolved project)
 	raw     []byte // the file as written, for Isolate
 	lines   lineIndex
 }
@@ -179,7 +180,7 @@ func LoadFile(repo, file string, env map[string]string) (*Loaded, error) {
 	if err != nil {
 		return nil, &FileError{File: path, Msg: err.Error()}
 	}
-	return &Loaded{Project: project, Path: path, raw: raw, lines: newLineIndex(raw)}, nil
+	return &Loaded{Project: project, Path: path, Repo: repo, raw: raw, lines: newLineIndex(raw)}, nil
 }
 
 // LoadResolved reads a project as `compose config` prints it on a host

@@ -43,6 +43,12 @@ type IsolateOptions struct {
 	// PublishAddress binds published ports the file binds to no address
 	// (empty: all interfaces, as compose does). Only with FreePorts.
 	PublishAddress string
+	// Rules: a service that sets no limit of its own gets the host's
+	// (under deploy.resources.limits with DeployLimits, for a swarm
+	// stack); under the restricted policy, one that says nothing of them
+	// drops every capability and gains no new privileges.
+	Rules        Rules
+	DeployLimits bool
 }
 
 // ScopedName is what a fixed container name becomes in a sandbox of
@@ -165,6 +171,10 @@ func (l *Loaded) Isolate(opts IsolateOptions) ([]byte, error) {
 			}
 			if opts.FreePorts && len(svc.Ports) > 0 && !l.PortsFromExtends(name) {
 				setMapValue(node, "ports", freePorts(svc.Ports, opts.PublishAddress))
+			}
+			renderLimits(node, svc, opts.Rules, opts.DeployLimits)
+			if opts.Rules.Policy.Level.AtLeast(Restricted) {
+				harden(node, svc)
 			}
 		}
 	}

@@ -9,6 +9,8 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/backends"
 )
 
 var (
@@ -91,8 +93,17 @@ func (d *HostInventoryDataSource) Read(ctx context.Context, req datasource.ReadR
 		return
 	}
 	items := []attr.Value{}
-	stale := []string{}
+	stale, unlimited := []string{}, []string{}
+	var committed backends.Limits
 	for _, s := range list {
+		limits := backends.Limits{}
+		if s.Sandbox.Limits != nil {
+			limits = *s.Sandbox.Limits
+		}
+		committed = committed.Add(limits)
+		if len(s.Sandbox.Services) > 0 && (limits.Memory == 0 || limits.CPUs == 0) {
+			unlimited = append(unlimited, s.Sandbox.ID)
+		}
 		expires := ""
 		if s.Sandbox.ExpiresAt != nil {
 			expires = s.Sandbox.ExpiresAt.UTC().Format(time.RFC3339)
@@ -104,6 +115,10 @@ func (d *HostInventoryDataSource) Read(ctx context.Context, req datasource.ReadR
 			"created_at": types.StringValue(s.Sandbox.CreatedAt.UTC().Format(time.RFC3339)),
 			"expires_at": types.StringValue(expires), "expired": types.BoolValue(s.Expired), "stale": types.BoolValue(s.Stale),
 			"endpoints": reachOf(s.Status.Services, h.EndpointHost).endpoints,
+			"policy":    types.StringValue(string(s.Sandbox.RulesOrNone().Policy.Level.Stricter(""))),
+			"limits": types.ObjectValueMust(limitsObjectType.AttrTypes, map[string]attr.Value{
+				"memory_bytes": types.Int64Value(limits.Memory), "cpus": types.Float64Value(limits.CPUs), "pids": types.Int64Value(limits.Pids),
+			}),
 		}))
 		if s.Stale {
 			stale = append(stale, s.Sandbox.ID)
@@ -113,6 +128,10 @@ func (d *HostInventoryDataSource) Read(ctx context.Context, req datasource.ReadR
 	v, diags := types.ListValueFrom(ctx, types.StringType, stale)
 	resp.Diagnostics.Append(diags...)
 	m.StaleSandboxIDs = v
+	m.CommittedMemory, m.CommittedCPUs = types.Int64Value(committed.Memory), types.Float64Value(committed.CPUs)
+	u, diags := types.ListValueFrom(ctx, types.StringType, unlimited)
+	resp.Diagnostics.Append(diags...)
+	m.Unlimited = u
 
 	if m.RunCanary.ValueBool() {
 		p, err := d.data.catalog.Get(canaryProfile)

@@ -41,6 +41,9 @@ type hostInventoryModel struct {
 	CanaryReadyMs     types.Int64   `tfsdk:"canary_ready_ms"`
 	CanaryError       types.String  `tfsdk:"canary_error"`
 	SwarmNodes        types.List    `tfsdk:"swarm_nodes"`
+	CommittedMemory   types.Int64   `tfsdk:"committed_memory_bytes"`
+	CommittedCPUs     types.Float64 `tfsdk:"committed_cpus"`
+	Unlimited         types.List    `tfsdk:"unlimited_sandbox_ids"`
 }
 
 var swarmNodeType = types.ObjectType{AttrTypes: map[string]attr.Type{
@@ -51,6 +54,12 @@ var inventorySandboxType = types.ObjectType{AttrTypes: map[string]attr.Type{
 	"id": types.StringType, "profile": types.StringType, "extension": types.StringType, "status": types.StringType,
 	"desired_state": types.StringType, "created_at": types.StringType, "expires_at": types.StringType, "expired": types.BoolType, "stale": types.BoolType,
 	"endpoints": types.MapType{ElemType: types.StringType},
+	"policy":    types.StringType, "limits": limitsObjectType,
+}}
+
+// limitsObjectType is what a sandbox's services may use together.
+var limitsObjectType = types.ObjectType{AttrTypes: map[string]attr.Type{
+	"memory_bytes": types.Int64Type, "cpus": types.Float64Type, "pids": types.Int64Type,
 }}
 
 func (d *HostInventoryDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, resp *datasource.SchemaResponse) {
@@ -97,7 +106,15 @@ func (d *HostInventoryDataSource) Schema(_ context.Context, _ datasource.SchemaR
 			"sandboxes": schema.ListAttribute{Computed: true, ElementType: inventorySandboxType,
 				MarkdownDescription: "Sandboxes recorded on the host: `id`, `profile`, `extension`, `status`, `desired_state` (`running`, or `stopped`: " +
 					"a sandbox stopped on purpose is not stale), `created_at`, `expires_at`, `expired`, `stale`, " +
-					"and `endpoints` (as the sandbox resource's: `\"<service>:<target>\"` to `\"<endpoint_host>:<published>\"`)."},
+					"`endpoints` (as the sandbox resource's: `\"<service>:<target>\"` to `\"<endpoint_host>:<published>\"`), " +
+					"`policy` (the level it was created under) and `limits`: what its containers may use together (`memory_bytes`, " +
+					"`cpus`, `pids`: each service's limits times its replicas; 0 where a service has none)."},
+			"committed_memory_bytes": i64("Sum of the sandboxes' `limits.memory_bytes`, to hold against `memory_total_bytes`: " +
+				"above it, the host is overcommitted should every sandbox use what it may."),
+			"committed_cpus": f64("Sum of the sandboxes' `limits.cpus`, to hold against `cpu_count`."),
+			"unlimited_sandbox_ids": schema.ListAttribute{Computed: true, ElementType: types.StringType,
+				MarkdownDescription: "Sandboxes with a service without a memory or CPU limit: their use has no bound, and the " +
+					"committed sums leave them out. A host block's `default_limits` gives every service one."},
 			"stale_sandbox_ids": schema.ListAttribute{Computed: true, ElementType: types.StringType,
 				MarkdownDescription: "Expired sandboxes, half-dead ones (a workspace without its services, or services without their workspace), and " +
 					"abandoned ones: a create that never finished (the provider killed, the host unreachable for good) once its create deadline has passed. " +
@@ -130,6 +147,8 @@ func (m *hostInventoryModel) blank() {
 	m.Sandboxes = types.ListValueMust(inventorySandboxType, []attr.Value{})
 	m.StaleSandboxIDs = types.ListValueMust(types.StringType, []attr.Value{})
 	m.SwarmNodes = types.ListValueMust(swarmNodeType, []attr.Value{})
+	m.CommittedMemory, m.CommittedCPUs = types.Int64Value(0), types.Float64Value(0)
+	m.Unlimited = types.ListValueMust(types.StringType, []attr.Value{})
 	m.CanaryOK = types.BoolNull()
 	m.ReaperInstalled, m.ReaperScheduled = types.BoolValue(false), types.BoolValue(false)
 }

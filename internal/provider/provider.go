@@ -99,6 +99,7 @@ type hostModel struct {
 	Pool         types.String `tfsdk:"pool"`
 	MaxSandboxes types.Int64  `tfsdk:"max_sandboxes"`
 	Labels       types.Map    `tfsdk:"labels"`
+	hostRulesModel
 	sshModel
 	Bastion *sshModel `tfsdk:"bastion"`
 }
@@ -136,7 +137,8 @@ type providerData struct {
 	defaultHost string
 	catalog     *catalog.Catalog
 	registry    *backends.Registry
-	events      *events.Sender // nil without events_url
+	events      *events.Sender            // nil without events_url
+	rules       map[string]backends.Rules // by host name (host_rules.go)
 }
 
 // endpointHost is where clients reach the published ports of a host's
@@ -274,6 +276,7 @@ func (p *SandboxerProvider) Schema(_ context.Context, _ provider.SchemaRequest, 
 		MarkdownDescription: "Most sandboxes (records in `root_dir`) pool placement puts on this host. Unset: no limit."}
 	hostAttrs["labels"] = schema.MapAttribute{Optional: true, ElementType: types.StringType,
 		MarkdownDescription: "Labels pool placement matches against a sandbox's `host_labels`, e.g. `{ gpu = \"true\" }`."}
+	addHostRulesAttributes(hostAttrs)
 	hostAttrs["root_dir"] = schema.StringAttribute{Optional: true,
 		MarkdownDescription: "Directory on the host under which sandboxes, their records and the checkpoint store live. " +
 			"Default `~/.local/share/sandboxer` for local hosts and `sandboxer` (in the SSH user's home) for SSH hosts."}
@@ -347,6 +350,7 @@ func (p *SandboxerProvider) Configure(ctx context.Context, req provider.Configur
 		defaultHost: stringOr(cfg.DefaultHost, os.Getenv("SANDBOXER_HOST")),
 		catalog:     cat,
 		registry:    newRegistry(compose),
+		rules:       map[string]backends.Rules{},
 	}
 	data.events = events.New(cfg.EventsURL.ValueString(), cfg.EventsSecret.ValueString(), cfg.Actor.ValueString())
 	if f := cfg.CreditsFile.ValueString(); f != "" {
@@ -377,6 +381,16 @@ func (p *SandboxerProvider) Configure(ctx context.Context, req provider.Configur
 				fmt.Sprintf("%v\n\nSandboxes, snapshots and data sources on other hosts work; anything on host %q fails until its block (%s) is fixed.", err, name, where))
 			continue
 		}
+		rules, err := readHostRules(ctx, hm.hostRulesModel, &resp.Diagnostics)
+		if err != nil {
+			var ae *attrError
+			if errors.As(err, &ae) {
+				at = at.AtName(strings.Split(ae.attr, ".")[0])
+			}
+			resp.Diagnostics.AddAttributeError(at, "Invalid Host Limits", fmt.Sprintf("host %q: %v", name, err))
+			continue
+		}
+		data.rules[name] = rules
 		h.PublishAddress = hm.PublishAddress.ValueString()
 		if e := hm.EndpointHost.ValueString(); e != "" {
 			h.EndpointHost = e
@@ -397,6 +411,7 @@ func (p *SandboxerProvider) Configure(ctx context.Context, req provider.Configur
 		}
 	}
 	configurePools(&cfg, data, &resp.Diagnostics)
+	checkPoolRules(data, &resp.Diagnostics)
 	if data.defaultHost != "" {
 		if _, err := data.host(data.defaultHost); err != nil {
 			resp.Diagnostics.AddAttributeError(path.Root("default_host"), "Unknown Default Host", err.Error())

@@ -75,6 +75,8 @@ func restoreIntoNewSandbox(ctx context.Context, d *providerData, plan *restoreMo
 	sb, res, err := d.registry.RestoreNew(ctx, snapHost, summary.ID, backends.Request{
 		ID: backends.NewID(), Profile: profile, Host: h, Inputs: inputs,
 		Labels: map[string]string{"restored_from": summary.ID},
+		// The restored compose file is checked by the target host's rules.
+		Rules: d.hostRules(h.Host()),
 	})
 	if err != nil {
 		detail := fmt.Sprintf("Snapshot %s (host %q) into a new %s sandbox on host %q: %v", summary.ID, snapHost.Host(), profile.Name, h.Host(), err)

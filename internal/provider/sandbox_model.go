@@ -60,6 +60,7 @@ type sandboxModel struct {
 	Endpoints        types.Map      `tfsdk:"endpoints"`
 	DesiredState     types.String   `tfsdk:"desired_state"`
 	OnExpiry         types.String   `tfsdk:"on_expiry"`
+	Policy           types.String   `tfsdk:"policy"`
 	Timings          types.Map      `tfsdk:"timings"`
 	Timeouts         timeouts.Value `tfsdk:"timeouts"`
 }
@@ -129,6 +130,13 @@ func (r *SandboxResource) Schema(ctx context.Context, _ resource.SchemaRequest, 
 				MarkdownDescription: "What the host's reaper does once the sandbox expires (`expires_at`): `destroy` (default) removes it; " +
 					"`stop` stops its services (as `desired_state = \"stopped\"` does), keeping the workspace, volumes and record, and " +
 					"the next refresh shows it `stopped`. Changed in place. Profiles without services refuse `stop` at plan time."},
+			"policy": schema.StringAttribute{Optional: true, Computed: true,
+				Validators: []validator.String{stringvalidator.OneOf(backends.PolicyLevels...)},
+				MarkdownDescription: "What the sandbox's compose file may ask of its host: `trusted`, `baseline` or `restricted` " +
+					"(see the guide \"Running untrusted compose files\"). Default: the host block's `policy`, which is the floor: " +
+					"a sandbox may tighten it, never loosen it (a looser value is a plan-time error). Every control the file breaks " +
+					"is a plan-time error, checked again at apply on the file that is run. The sandbox keeps the policy it was " +
+					"created under: a change of it, or of the host's, replaces the sandbox."},
 			"desired_state": schema.StringAttribute{Optional: true, Computed: true,
 				Default:    stringdefault.StaticString(backends.DesiredRunning),
 				Validators: []validator.String{stringvalidator.OneOf(backends.DesiredRunning, backends.DesiredStopped)},
@@ -387,6 +395,8 @@ func (m *sandboxModel) fromBackend(ctx context.Context, sb *backends.Sandbox, st
 	if m.OnExpiry.IsNull() || m.OnExpiry.IsUnknown() {
 		m.OnExpiry = types.StringValue(sb.Expiry())
 	}
+	// The level the host's record says the sandbox was created under.
+	m.Policy = types.StringValue(string(sb.RulesOrNone().Policy.Level.Stricter("")))
 	// Measured by this process's create or start; else as they were.
 	if sb.Timings != nil {
 		v, d := types.MapValueFrom(ctx, types.Float64Type, sb.Timings)
@@ -438,6 +448,9 @@ func (m *sandboxModel) failedCreate(id string) {
 	}
 	if m.OnExpiry.IsUnknown() {
 		m.OnExpiry = types.StringNull()
+	}
+	if m.Policy.IsUnknown() {
+		m.Policy = types.StringNull()
 	}
 	if m.Timings.IsUnknown() {
 		m.Timings = types.MapNull(types.Float64Type)

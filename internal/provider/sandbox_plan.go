@@ -40,6 +40,9 @@ func (r *SandboxResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 	if !p.checkDesiredState() {
 		return
 	}
+	if p.rules, ok = p.planPolicy(); !ok {
+		return
+	}
 	p.replaceOnChange(ctx)
 	services, ok := p.readComposeFile(compose)
 	if !ok {
@@ -61,6 +64,8 @@ type sandboxPlan struct {
 	// host and ttl as configured: plan.Host and plan.TTL are what the plan
 	// decides from them.
 	configHost, configTTL types.String
+	configPolicy          types.String
+	rules                 backends.Rules // set by policy
 	poolLabels            map[string]string
 	ttl                   time.Duration // set by lifetime
 }
@@ -88,6 +93,7 @@ func (r *SandboxResource) readPlan(ctx context.Context, req resource.ModifyPlanR
 	}
 	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("host"), &p.configHost)...)
 	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("ttl"), &p.configTTL)...)
+	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("policy"), &p.configPolicy)...)
 	if p.configHost.IsUnknown() || p.configTTL.IsUnknown() || p.plan.HostPool.IsUnknown() || p.plan.HostLabels.IsUnknown() {
 		return nil, false
 	}
@@ -326,11 +332,11 @@ func (p *sandboxPlan) readComposeFile(c composeInputs) ([]string, bool) {
 	state := p.state
 	unchanged := state != nil && !p.replacing() && p.plan.SourceHash.Equal(state.SourceHash) &&
 		p.plan.Inputs.Equal(state.Inputs) && p.plan.Env.Equal(state.Env) && p.plan.EnvWOVersion.Equal(state.EnvWOVersion) &&
-		p.plan.Profile.Equal(state.Profile) && p.plan.PublishedPorts.Equal(state.PublishedPorts)
+		p.plan.Profile.Equal(state.Profile) && p.plan.PublishedPorts.Equal(state.PublishedPorts) && p.plan.Policy.Equal(state.Policy)
 	if c.planner == nil || unchanged {
 		return nil, true
 	}
-	planned, err := c.planner.Plan(p.profile, c.inputs, c.env, backends.PlanOptions{PublishedPorts: p.plan.PublishedPorts.ValueString()})
+	planned, err := c.planner.Plan(p.profile, c.inputs, c.env, backends.PlanOptions{PublishedPorts: p.plan.PublishedPorts.ValueString(), Rules: p.rules})
 	if err != nil {
 		// Every problem in the file at once, each its own error.
 		for _, e := range unjoin(err) {

@@ -86,6 +86,12 @@ func (r *SandboxResource) Create(ctx context.Context, req resource.CreateRequest
 	if resp.Diagnostics.HasError() {
 		return
 	}
+	rules, err := r.data.createRules(hostName, plan.Policy)
+	if err != nil {
+		resp.Diagnostics.AddAttributeError(path.Root("policy"), "Unable to Create Sandbox", err.Error())
+		return
+	}
+	plan.Policy = types.StringValue(string(rules.Policy.Level))
 	id := backends.NewID()
 	ctx = tflog.SetField(ctx, "host", hostName)
 	ctx = tflog.SetField(ctx, "sandbox_id", id)
@@ -104,6 +110,7 @@ func (r *SandboxResource) Create(ctx context.Context, req resource.CreateRequest
 		PublishedPorts: plan.PublishedPorts.ValueString(),
 		WaitForPorts:   plan.WaitForPorts.ValueBool(),
 		OnExpiry:       plan.OnExpiry.ValueString(),
+		Rules:          rules,
 	}
 	if ttl := plan.TTL.ValueString(); ttl != "" {
 		breq.TTL, _ = time.ParseDuration(ttl) // validated at plan time

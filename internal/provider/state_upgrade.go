@@ -91,13 +91,16 @@ func jsonNull(v json.RawMessage, ok bool) bool { return !ok || string(v) == "nul
 // endpoints and services[*].ports (computed) are null until the next
 // refresh reads them from the host. desired_state is "running" and
 // on_expiry "destroy", as the configuration plans them and as 0.2.0 ran
-// every sandbox; timings (computed) stay null.
+// every sandbox; policy is "trusted", which 0.2.0 created every sandbox
+// under (a host block now stricter replaces them); timings (computed) stay
+// null.
 func sandboxV0ToV1(attrs map[string]json.RawMessage) error {
 	for name, value := range map[string]string{
 		"published_ports": `"` + backends.PortsFree + `"`,
 		"wait_for_ports":  `false`,
 		"desired_state":   `"` + backends.DesiredRunning + `"`,
 		"on_expiry":       `"` + backends.ExpiryDestroy + `"`,
+		"policy":          `"` + string(backends.PolicyTrusted) + `"`,
 	} {
 		if v, ok := attrs[name]; jsonNull(v, ok) {
 			attrs[name] = json.RawMessage(value)

@@ -121,7 +121,8 @@ func TestSchemaVersions(t *testing.T) {
 }
 
 // A 0.2.0 sandbox's state gets published_ports "free", desired_state
-// "running" and on_expiry "destroy", what a configuration without them
+// "running", on_expiry "destroy" and policy "trusted", what a configuration
+// without them
 // plans (anything else would replace or change the sandbox); the
 // attributes it did not have are null until a refresh, and every other one
 // is kept.
@@ -129,13 +130,16 @@ func TestUpgradeSandboxStateFrom020(t *testing.T) {
 	for name, raw := range map[string]string{"compose": v020ComposeSandbox, "workspace": v020WorkspaceSandbox} {
 		t.Run(name, func(t *testing.T) {
 			upgraded, prior := upgradeState(t, "sandboxer_sandbox", 0, raw)
-			keptBut(t, upgraded, prior, "published_ports", "wait_for_ports", "desired_state", "on_expiry")
+			keptBut(t, upgraded, prior, "published_ports", "wait_for_ports", "desired_state", "on_expiry", "policy")
 			if got := stringOf(t, upgraded["published_ports"]); got != "free" {
 				t.Errorf("published_ports = %q, want free", got)
 			}
 			// What 0.2.0 did, and what a configuration without them plans.
 			if got := stringOf(t, upgraded["desired_state"]) + " " + stringOf(t, upgraded["on_expiry"]); got != "running destroy" {
 				t.Errorf("desired_state and on_expiry = %q, want running destroy", got)
+			}
+			if got := stringOf(t, upgraded["policy"]); got != "trusted" {
+				t.Errorf("policy = %q, want trusted, what 0.2.0 created every sandbox under", got)
 			}
 			var wait bool
 			if err := upgraded["wait_for_ports"].As(&wait); err != nil || wait {
@@ -170,7 +174,7 @@ func TestUpgradeSandboxStateKeepsNewAttributes(t *testing.T) {
 	raw := v020ComposeSandbox[:len(v020ComposeSandbox)-1] +
 		`,"published_ports":"as_written","wait_for_ports":true,"endpoints":{"web:80":"127.0.0.1:18081"}}`
 	upgraded, prior := upgradeState(t, "sandboxer_sandbox", 0, raw)
-	keptBut(t, upgraded, prior, "desired_state", "on_expiry") // not in this state: see above
+	keptBut(t, upgraded, prior, "desired_state", "on_expiry", "policy") // not in this state: see above
 	if got := stringOf(t, upgraded["published_ports"]); got != "as_written" {
 		t.Errorf("published_ports = %q, want as_written", got)
 	}

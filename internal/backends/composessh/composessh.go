@@ -99,7 +99,9 @@ func canaryCompose(image string) []byte {
 
 // projectOnHost is the project of the compose file a restored workspace
 // holds, as the host's compose resolves it (sb.ComposeFile is set to it).
-func (e *Extension) projectOnHost(ctx context.Context, h *hosts.Host, sb *backends.Sandbox, compose []string, name string) (stack, error) {
+// The restored file is checked by rules: a sandbox's own services may
+// have rewritten the compose file that a snapshot captured.
+func (e *Extension) projectOnHost(ctx context.Context, h *hosts.Host, sb *backends.Sandbox, compose []string, name string, rules backends.Rules) (stack, error) {
 	out, err := backends.RestoredComposeFile(ctx, h, sb, name, func(file string) string {
 		// The file as restored, alone: the rendering comes from it, and the
 		// network override is added to the rendering when compose runs it.
@@ -113,6 +115,10 @@ func (e *Extension) projectOnHost(ctx context.Context, h *hosts.Host, sb *backen
 	st, err := projectFromHost(out)
 	if err != nil {
 		return stack{}, fmt.Errorf("compose file %s: reading the resolved project: %w", sb.ComposeFile, err)
+	}
+	errs := st.loaded.CheckPolicy(rules.Policy, sb.WorkspaceDir, false)
+	if err := errors.Join(append(errs, st.loaded.CheckLimits(rules)...)...); err != nil {
+		return stack{}, fmt.Errorf("the restored compose file %s breaks the host's rules:\n%w", sb.ComposeFile, err)
 	}
 	return st, nil
 }
@@ -199,7 +205,7 @@ func (e *Extension) Prepare(ctx context.Context, req backends.Request) (*backend
 	// round trip, and the same list the plan showed.
 	var st stack
 	if !fromSnapshot {
-		if st, err = e.load(req.Profile, req.Inputs, req.Env, backends.PlanOptions{PublishedPorts: req.PublishedPorts}); err != nil {
+		if st, err = e.load(req.Profile, req.Inputs, req.Env, backends.PlanOptions{PublishedPorts: req.PublishedPorts, Rules: req.Rules}); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -234,7 +240,7 @@ func (e *Extension) Prepare(ctx context.Context, req backends.Request) (*backend
 		// from it, rendered from that, and written by a command of its own.
 		var renderedOnHost bool
 		if req.Fill != nil && canary == "" {
-			if st, err = e.projectOnHost(ctx, req.Host, sb, compose, req.Inputs["compose_file"]); err != nil {
+			if st, err = e.projectOnHost(ctx, req.Host, sb, compose, req.Inputs["compose_file"], req.Rules); err != nil {
 				return err
 			}
 			sb.Rendered, renderedOnHost = true, true
@@ -244,8 +250,9 @@ func (e *Extension) Prepare(ctx context.Context, req backends.Request) (*backend
 			return nil
 		}
 		sb.OneShot = oneShot(st.loaded.Project)
+		sb.SetRules(req.Rules, st.loaded.Total(req.Rules))
 		if rendered, err = st.loaded.Isolate(composefile.IsolateOptions{Project: sb.ComposeProject,
-			FreePorts: sb.PublishedPorts == backends.PortsFree, PublishAddress: req.Host.PublishAddress}); err != nil {
+			FreePorts: sb.PublishedPorts == backends.PortsFree, PublishAddress: req.Host.PublishAddress, Rules: req.Rules}); err != nil {
 			return err
 		}
 		if renderedOnHost || len(rendered) > maxRenderedInScript {
@@ -637,12 +644,12 @@ func (e *Extension) Start(ctx context.Context, h *hosts.Host, sb *backends.Sandb
 			return err
 		}
 		found := *sb
-		st, err := e.projectOnHost(ctx, h, &found, compose, sb.ComposeFile)
+		st, err := e.projectOnHost(ctx, h, &found, compose, sb.ComposeFile, sb.RulesOrNone())
 		if err != nil {
 			return fmt.Errorf("unable to start sandbox %s: %w", sb.ID, err)
 		}
 		rendered, err := st.loaded.Isolate(composefile.IsolateOptions{Project: sb.ComposeProject,
-			FreePorts: sb.PublishedPorts != backends.PortsAsWritten, PublishAddress: h.PublishAddress})
+			FreePorts: sb.PublishedPorts != backends.PortsAsWritten, PublishAddress: h.PublishAddress, Rules: sb.RulesOrNone()})
 		if err != nil {
 			return fmt.Errorf("unable to start sandbox %s: %w", sb.ID, err)
 		}

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/compose-spec/compose-go/v2/types"
+	units "github.com/docker/go-units"
 
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/backends"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/catalog"
@@ -81,6 +82,8 @@ const (
 	warnPrivileged    = "Privileged Containers"
 	warnHostPID       = "Host PID Namespace"
 	warnExternal      = "External Networks and Volumes"
+	noteLimits        = "Limits From the Host"
+	noteHardened      = "Privileges Dropped by the Restricted Policy"
 )
 
 // findings gathers a plan's findings by kind, in the order first found.
@@ -138,7 +141,7 @@ func check(l *composefile.Loaded, repo string, opts backends.PlanOptions) (backe
 		case svc.NetworkMode == "host":
 			f.add(warnHostNetwork, "%s: service %q uses the host's network (network_mode: host): its ports are the host's, so a second sandbox of this stack collides with it, "+
 				"and it reaches everything on the host", l.Ref("services", name, "network_mode"), name)
-		case strings.HasPrefix(svc.NetworkMode, "container:") && !containerInFile(project, strings.TrimPrefix(svc.NetworkMode, "container:")):
+		case strings.HasPrefix(svc.NetworkMode, "container:") && !composefile.ContainerInProject(project, strings.TrimPrefix(svc.NetworkMode, "container:")):
 			f.add(warnHostNetwork, "%s: service %q joins the network of container %q, outside the sandbox", l.Ref("services", name, "network_mode"), name, strings.TrimPrefix(svc.NetworkMode, "container:"))
 		}
 		if svc.Privileged {
@@ -154,7 +157,7 @@ func check(l *composefile.Loaded, repo string, opts backends.PlanOptions) (backe
 			}
 			written := l.WrittenSource(name, v.Source)
 			switch {
-			case isDockerSocket(v.Source):
+			case composefile.IsEngineSocket(v.Source):
 				f.add(warnDockerSocket, "%s: service %q mounts the Docker socket %s: it controls the host's container engine, every other sandbox on it included",
 					l.Ref("services", name, "volumes"), name, written)
 			case strings.HasPrefix(written, "~"):
@@ -194,11 +197,49 @@ func check(l *composefile.Loaded, repo string, opts backends.PlanOptions) (backe
 	if l.MultiDocument() {
 		errs = append(errs, l.Errorf(nil, "the file holds more than one YAML document (---): a sandbox runs the file rendered as one document; merge them into one"))
 	}
+	errs = append(errs, l.CheckPolicy(opts.Rules.Policy, repo, true)...)
+	errs = append(errs, l.CheckLimits(opts.Rules)...)
+	noteRules(l, opts.Rules, &f)
 	if err := errors.Join(errs...); err != nil {
 		return backends.Plan{}, err
 	}
 	plan.Warnings = f.list()
 	return plan, nil
+}
+
+// noteRules says what the rendering adds by the host's rules: limits to
+// the services that set none, and the restricted policy's hardening.
+func noteRules(l *composefile.Loaded, r backends.Rules, f *findings) {
+	limits := l.ServiceLimits(r)
+	for _, name := range sortedServiceNames(l.Project) {
+		svc := l.Project.Services[name]
+		if added := r.Default.Add(r.Max); added != (backends.Limits{}) {
+			f.add(noteLimits, "service %q runs with %s", name, describeLimits(limits[name]))
+		}
+		if r.Policy.Level.AtLeast(backends.PolicyRestricted) {
+			if keys := composefile.Hardened(svc); len(keys) > 0 {
+				f.add(noteHardened, "%s: service %q gets %s", l.Ref("services", name), name, strings.Join(keys, " and "))
+			}
+		}
+	}
+}
+
+// describeLimits is a service's limits as a plan says them.
+func describeLimits(l backends.Limits) string {
+	var parts []string
+	if l.Memory > 0 {
+		parts = append(parts, "memory "+units.BytesSize(float64(l.Memory)))
+	}
+	if l.CPUs > 0 {
+		parts = append(parts, "cpus "+strconv.FormatFloat(l.CPUs, 'f', -1, 64))
+	}
+	if l.Pids > 0 {
+		parts = append(parts, "pids "+strconv.FormatInt(l.Pids, 10))
+	}
+	if len(parts) == 0 {
+		return "no limits"
+	}
+	return strings.Join(parts, ", ")
 }
 
 // checkPorts says what becomes of a service's published ports.
@@ -230,17 +271,6 @@ func checkPorts(l *composefile.Loaded, name string, svc types.ServiceConfig, fre
 	}
 }
 
-// containerInFile reports whether a container name is one a service of the
-// project sets (its references follow the sandbox's rename).
-func containerInFile(p *types.Project, name string) bool {
-	for _, svc := range p.Services {
-		if svc.ContainerName == name {
-			return true
-		}
-	}
-	return false
-}
-
 func resourceKeys(p *types.Project, kind string) []string {
 	if kind == "networks" {
 		return slices.Sorted(maps.Keys(p.Networks))
@@ -260,13 +290,6 @@ func isExternal(p *types.Project, kind, key string) bool {
 		return bool(p.Networks[key].External)
 	}
 	return bool(p.Volumes[key].External)
-}
-
-// isDockerSocket reports whether a bind mount's source is a container
-// engine's API socket: whoever holds it runs anything on the host.
-func isDockerSocket(source string) bool {
-	base := filepath.Base(source)
-	return base == "docker.sock" || base == "podman.sock"
 }
 
 // checkBuild refuses a build the host cannot do: only the repo is copied to

@@ -66,7 +66,7 @@ func (e *Extension) Plan(_ *catalog.Profile, inputs, env map[string]string, opts
 	if err != nil {
 		return backends.Plan{}, err
 	}
-	return check(l, opts.PublishedPorts != backends.PortsAsWritten)
+	return check(l, opts.PublishedPorts != backends.PortsAsWritten, opts.Rules)
 }
 
 // stackKeys and serviceKeys (v3keys.go) are what docker stack deploy
@@ -81,10 +81,13 @@ func keySet(words string) map[string]bool {
 	return set
 }
 
-func check(l *composefile.Loaded, freePorts bool) (backends.Plan, error) {
+func check(l *composefile.Loaded, freePorts bool, rules backends.Rules) (backends.Plan, error) {
 	p := l.Project
 	var plan backends.Plan
-	var errs []error
+	// The host's policy and limits, as on a compose host: keys stack
+	// deploy refuses are reported below on their own.
+	errs := l.CheckPolicy(rules.Policy, l.Repo, true)
+	errs = append(errs, l.CheckLimits(rules)...)
 	for _, k := range l.Keys() {
 		if !stackKeys[k.Name] && !strings.HasPrefix(k.Name, "x-") {
 			errs = append(errs, &composefile.FileError{File: l.Path, Line: k.Line,
@@ -238,19 +241,21 @@ func (e *Extension) Prepare(ctx context.Context, req backends.Request) (*backend
 	var plan backends.Plan
 	var replicas map[string]int
 	var rendered []byte
+	var total backends.Limits
 	freePorts := req.PublishedPorts != backends.PortsAsWritten
 	if !fromSnapshot {
 		l, err := composefile.Load(req.Inputs, req.Env)
 		if err != nil {
 			return nil, nil, err
 		}
-		if plan, err = check(l, freePorts); err != nil {
+		if plan, err = check(l, freePorts, req.Rules); err != nil {
 			return nil, nil, err
 		}
 		replicas = declaredReplicas(l.Project)
+		total = l.Total(req.Rules)
 		// Published ports without a host port get one from the swarm's
 		// own range (30000-32767) on every node; fixed names are scoped.
-		if rendered, err = l.Isolate(composefile.IsolateOptions{Project: StackName(req.ID), FreePorts: freePorts}); err != nil {
+		if rendered, err = l.Isolate(composefile.IsolateOptions{Project: StackName(req.ID), FreePorts: freePorts, Rules: req.Rules, DeployLimits: true}); err != nil {
 			return nil, nil, err
 		}
 		if file, err = composefile.Find(req.Inputs); err != nil {
@@ -265,6 +270,9 @@ func (e *Extension) Prepare(ctx context.Context, req backends.Request) (*backend
 		Services: plan.Services, Replicas: replicas, Rendered: rendered != nil, PublishedPorts: backends.PortsFree}
 	if !freePorts {
 		sb.PublishedPorts = backends.PortsAsWritten
+	}
+	if !fromSnapshot {
+		sb.SetRules(req.Rules, total)
 	}
 	var steps []backends.Step
 	if fromSnapshot {

@@ -355,3 +355,31 @@ func TestRemoveWaitFor(t *testing.T) {
 		t.Errorf("within %s: %s", removeMargin/2, got)
 	}
 }
+
+// A swarm stack gets the host's policy and limits, as a compose host's
+// stack does, beside what stack deploy itself refuses.
+func TestPlanChecksTheHostsRules(t *testing.T) {
+	inputs := repoWith(t, `services:
+  web:
+    image: busybox
+    cap_add: [SYS_ADMIN]
+    volumes: ["/etc:/host-etc"]
+    deploy:
+      resources:
+        limits: {memory: 4g}
+`)
+	rules := backends.Rules{Policy: backends.Policy{Level: backends.PolicyBaseline}, Max: backends.Limits{Memory: 1 << 30}}
+	_, err := New().Plan(profile(t), inputs, nil, backends.PlanOptions{Rules: rules})
+	if err == nil {
+		t.Fatal("a baseline host planned an added capability and a host bind mount")
+	}
+	for _, want := range []string{`cap_add SYS_ADMIN is beyond Docker's default capabilities`, `bind mount /etc is outside the repo`,
+		`memory limit 4GiB is above the host's max_limits.memory 1GiB`} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q:\n%v", want, err)
+		}
+	}
+	if _, err := New().Plan(profile(t), inputs, nil, backends.PlanOptions{}); err != nil {
+		t.Fatalf("a trusted host without limits refused the stack: %v", err)
+	}
+}
