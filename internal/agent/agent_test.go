@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -298,5 +299,30 @@ func TestCaptureCompletesWhileTheClientWaits(t *testing.T) {
 	}
 	if m, _ := filepath.Glob(filepath.Join(store, "snapshots", "snap-1.json")); len(m) != 1 {
 		t.Fatal("no manifest after a completed snapshot")
+	}
+}
+
+// A request in the agent's environment (RequestEnv), as a client passes a
+// small one in a host's shell, is the request: the agent answers it, and
+// the processes it starts do not inherit it.
+func TestRequestInTheEnvironment(t *testing.T) {
+	store := t.TempDir()
+	body, err := json.Marshal(Request{Store: store, Digests: []string{"sha256:" + strings.Repeat("0", 64)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(RequestEnv, string(body))
+	var out, errs bytes.Buffer
+	if code := Main([]string{"missing"}, strings.NewReader(""), &out, &errs); code != 0 {
+		t.Fatalf("exit %d: %s", code, errs.String())
+	}
+	if got := strings.TrimSpace(out.String()); got != `["sha256:`+strings.Repeat("0", 64)+`"]` {
+		t.Errorf("answered %s", got)
+	}
+	if _, ok := os.LookupEnv(RequestEnv); ok {
+		t.Error("the request stays in the environment of what the agent starts")
+	}
+	if cmd := withRequest(body, "agent op"); strings.Count(cmd, "agent op") != 1 || !strings.HasPrefix(cmd, RequestEnv+"=") {
+		t.Errorf("withRequest = %s", cmd)
 	}
 }

@@ -37,14 +37,18 @@ func StoreDir(h *hosts.Host) string { return h.Path(".sandboxer", "store") }
 // Client runs agent operations on hosts, installing the agent where needed;
 // its reads (Get, List, Diff) need no agent and change nothing on a host.
 type Client struct {
-	mu        sync.Mutex
+	mu        sync.Mutex        // guards the maps, never held across a host command
 	installed map[string]string // host name -> agent path there
 	digests   map[string]string // local agent binary -> its sha256 (prefix)
+	// installing holds a token per host while an install there runs: one
+	// install per host at a time, while every other host goes on, and a
+	// caller waiting for it can give up (its context).
+	installing map[string]chan struct{}
 }
 
 // NewClient returns a client.
 func NewClient() *Client {
-	return &Client{installed: map[string]string{}, digests: map[string]string{}}
+	return &Client{installed: map[string]string{}, digests: map[string]string{}, installing: map[string]chan struct{}{}}
 }
 
 // AgentDirEnv names a directory of standalone agents (cmd/sandboxer-agent),
@@ -113,8 +117,9 @@ func agentBinary(self, platform string) (string, error) {
 }
 
 // digestOf returns the sha256 (hex prefix) of a local binary, once per path.
-// The caller holds c.mu.
 func (c *Client) digestOf(path string) (string, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if d, ok := c.digests[path]; ok {
 		return d, nil
 	}
@@ -153,9 +158,7 @@ func (c *Client) agentPathOrGuess(ctx context.Context, h *hosts.Host, guess bool
 		}
 		return self, false, nil
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock() // one install per host at a time
-	if p, ok := c.installed[h.Host()]; ok {
+	if p, ok := c.known(h); ok {
 		return p, false, nil
 	}
 	if guess {
@@ -165,12 +168,42 @@ func (c *Client) agentPathOrGuess(ctx context.Context, h *hosts.Host, guess bool
 			}
 		}
 	}
+	token := c.installToken(h)
+	select {
+	case token <- struct{}{}:
+	case <-ctx.Done():
+		return "", false, ctx.Err()
+	}
+	defer func() { <-token }()
+	if p, ok := c.known(h); ok { // installed while this call waited
+		return p, false, nil
+	}
 	p, err = c.install(ctx, h)
 	return p, false, err
 }
 
+// known is the agent path remembered for h.
+func (c *Client) known(h *hosts.Host) (string, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p, ok := c.installed[h.Host()]
+	return p, ok
+}
+
+// installToken is h's install token (Client.installing).
+func (c *Client) installToken(h *hosts.Host) chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t, ok := c.installing[h.Host()]
+	if !ok {
+		t = make(chan struct{}, 1)
+		c.installing[h.Host()] = t
+	}
+	return t
+}
+
 // install looks at h (platform, agents installed) and installs the agent
-// for its platform unless it is there. The caller holds c.mu.
+// for its platform unless it is there. The caller holds h's install token.
 func (c *Client) install(ctx context.Context, h *hosts.Host) (string, error) {
 	// One round trip: the platform, and the agents already installed.
 	dir := h.Path(".sandboxer", "bin")
@@ -218,7 +251,7 @@ func (c *Client) install(ctx context.Context, h *hosts.Host) (string, error) {
 		}
 	}
 	tflog.Debug(ctx, "agent on host", map[string]any{"host": h.Host(), "platform": platform, "binary": bin, "path": p, "uploaded": upload})
-	c.installed[h.Host()] = p
+	c.remember(h, p)
 	return p, nil
 }
 
@@ -374,30 +407,29 @@ const exitCommandNotFound = 127
 // run (another platform's binary, say).
 const exitCannotExecute = 126
 
-// argRequestMax bounds a request passed on the agent's command line: one
-// that fits runs in the host's shell, costing no session (and no login
-// shell: see hosts.shell). A larger one goes on stdin, in a session of its
-// own, and so does any request carrying a manifest or env values (a
-// cross-host restore's): a command line is visible to every user of the
-// host. Linux takes 128 KiB per argument; a request whose quoting grows it
-// past the shell's script bound (hosts.Quote turns each ' into five bytes)
-// runs in a session of its own, still from its command line.
+// argRequestMax bounds a request passed in the agent's environment
+// (RequestEnv): one that fits runs in the host's shell, costing no session
+// (and no login shell: see hosts.shell). A larger one goes on stdin, in a
+// session of its own, and so does any request carrying a manifest or env
+// values (a cross-host restore's). Neither is on a command line, which
+// every user of the host can read; a process's environment only its user
+// can.
 const argRequestMax = 8 << 10
 
-// requestInArgs says whether req (marshalled: body) goes on the agent's
-// command line: on a remote host, small, and without a manifest or env
-// values.
+// requestInArgs says whether req (marshalled: body) goes in the agent's
+// environment (RequestEnv): on a remote host, small, and without a
+// manifest or env values.
 func requestInArgs(local bool, req Request, body []byte) bool {
 	return !local && len(req.Env) == 0 && req.Manifest == nil && len(body) <= argRequestMax
 }
 
-// runAgent runs the agent at path on h for op, with request body: on its
-// command line when inArgs, else on stdin.
+// runAgent runs the agent at path on h for op, with request body: in its
+// environment when inArgs, else on stdin.
 func runAgent(ctx context.Context, h *hosts.Host, path, op string, body []byte, inArgs bool, stdout io.Writer) error {
 	if inArgs {
 		// The agent learns that the client went away from the end of its
 		// stdout (Main, outputGone).
-		return h.Run(ctx, hosts.Command(path, Command, op, string(body)), nil, stdout)
+		return h.Run(ctx, withRequest(body, hosts.Command(path, Command, op)), nil, stdout)
 	}
 	// The request, then stdin held open until the answer is in: the agent
 	// takes EOF as "the client went away" and aborts. On the local host
@@ -407,6 +439,11 @@ func runAgent(ctx context.Context, h *hosts.Host, path, op string, body []byte, 
 	defer func() { _ = release.Close() }()
 	stdin := io.MultiReader(bytes.NewReader(append(body, '\n')), hold)
 	return h.Run(ctx, hosts.Command(path, Command, op), stdin, stdout)
+}
+
+// withRequest is command with the request in its environment.
+func withRequest(body []byte, command string) string {
+	return RequestEnv + "=" + hosts.Quote(string(body)) + " " + command
 }
 
 // Snapshot captures workspace on h, and with vols those compose volumes.
@@ -681,7 +718,7 @@ func (c *Client) transfer(ctx context.Context, src *hosts.Host, id string, dst *
 		_ = pw.CloseWithError(err) // always nil: it only hands err to the reader
 		exported <- err
 	}()
-	err = dst.Run(ctx, hosts.Command(dstAgent, Command, "import-objects", string(importReq)), pr, nil)
+	err = dst.Run(ctx, withRequest(importReq, hosts.Command(dstAgent, Command, "import-objects")), pr, nil)
 	_ = pr.CloseWithError(io.ErrClosedPipe) // always nil: it only stops the export's writes
 	if xerr := <-exported; xerr != nil && err == nil {
 		err = xerr

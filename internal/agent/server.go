@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"time"
 
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/checkpoint"
@@ -121,13 +122,22 @@ func gone(done chan struct{}) {
 //
 // The request comes one of two ways. As a JSON line on stdin, which the
 // client then holds open for as long as it waits: EOF means it went away.
-// Or as args[1], the way a client runs the agent in a host's shell (see
-// hosts.shell), where stdin is /dev/null: the agent then leaves the
-// shell's process group, which the shell kills when its session ends, and
-// takes the end of its stdout (the session's, closed by sshd) as the
-// client going. import-objects takes its request as args[1] because stdin
-// carries the data, and is never told the client went.
+// Or in the environment (RequestEnv, which every user of the host cannot
+// read, as they can a command line), the way a client runs the agent in a
+// host's shell (see hosts.shell), where stdin is /dev/null: the agent then
+// leaves the shell's process group, which the shell kills when its session
+// ends, and takes the end of its stdout (the session's, closed by sshd) as
+// the client going. import-objects takes its request there because stdin
+// carries the data, and is never told the client went. (args[1] is taken
+// too, as the environment's value.)
+// RequestEnv carries a request in the agent's environment.
+const RequestEnv = "SANDBOXER_AGENT_REQUEST"
+
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if v, ok := os.LookupEnv(RequestEnv); ok && len(args) == 1 {
+		_ = os.Unsetenv(RequestEnv) // not for the processes it starts
+		args = append(args, v)
+	}
 	if len(args) < 1 {
 		// stderr is where failures are told; the exit code says it failed
 		// even when that write does not get through.

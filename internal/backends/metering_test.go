@@ -2,6 +2,7 @@ package backends_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -75,5 +76,43 @@ func TestRegistryMetering(t *testing.T) {
 	}
 	if bal, err := ledger.Balance(); err != nil || bal != 5 {
 		t.Fatalf("balance after settling = %v, %v; want 5", bal, err)
+	}
+}
+
+// A metered create whose cleanup fails leaves a sandbox that may remain:
+// its hold stays, and its record says its price, so tearing it down later
+// charges its lifetime. (Releasing the hold charged it nothing.)
+func TestMeteredCreateWithFailedCleanupIsCharged(t *testing.T) {
+	ctx := context.Background()
+	h := testharness.LocalHost(t)
+	ledgerPath := filepath.Join(t.TempDir(), "credits.json")
+	if err := os.WriteFile(ledgerPath, []byte(`{"balance_usd": 10}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ext := &stepsExtension{DirWorkspace: backends.DirWorkspace{Ext: "ext.steps"}, teardownErr: errors.New("the engine did not answer"),
+		steps: []backends.Step{{Name: "fail", Run: func(context.Context) error { return errors.New("the step failed") }}}}
+	reg := backends.NewRegistry(ext)
+	if err := reg.UseLedger(ledgerPath); err != nil {
+		t.Fatal(err)
+	}
+	profile := &catalog.Profile{Name: "profile.metered", Extension: "ext.steps"}
+	id := backends.NewID()
+	_, err := reg.Create(ctx, backends.Request{ID: id, Profile: profile, Host: h, Metered: &backends.Metering{HourlyPriceUSD: 3600, QuoteUSD: 4}})
+	if !errors.Is(err, backends.ErrCleanupFailed) {
+		t.Fatalf("create: %v, want a failed cleanup", err)
+	}
+	if avail, _, _ := reg.Credits(); avail != 6 {
+		t.Fatalf("credits after a create whose cleanup failed = %v; want 6: the hold of 4 stays while the sandbox may remain", avail)
+	}
+	ext.teardownErr = nil
+	if err := reg.Destroy(ctx, h, id); err != nil {
+		t.Fatal(err)
+	}
+	ledger, err := metering.Open(ledgerPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bal, err := ledger.Balance(); err != nil || bal >= 10 {
+		t.Fatalf("balance after destroying it = %v, %v; want it charged for its lifetime", bal, err)
 	}
 }

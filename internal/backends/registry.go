@@ -97,9 +97,12 @@ func (r *Registry) Create(ctx context.Context, req Request) (*Sandbox, error) {
 			return nil, fmt.Errorf("the metered backend refused sandbox %s: %w", req.ID, err)
 		}
 		sb, err := r.create(ctx, ext, req)
-		if err != nil {
+		if err != nil && !errors.Is(err, ErrCleanupFailed) {
 			_ = r.ledger.Release(req.ID)
 		}
+		// A sandbox whose cleanup failed may remain: it keeps its hold, and
+		// its record says it is metered, so the destroy of the tainted
+		// resource (or the reaper's settling) charges it.
 		return sb, err
 	}
 	return r.create(ctx, ext, req)
@@ -186,6 +189,11 @@ func (r *Registry) create(ctx context.Context, ext Extension, req Request) (*San
 		return nil, err
 	}
 	sb.ID, sb.Host, sb.Profile, sb.Extension = req.ID, req.Host.Host(), req.Profile.Name, ext.Name()
+	if req.Metered != nil {
+		// In the first record: a create cut off, or whose cleanup fails,
+		// leaves a record that charges what remains when it is torn down.
+		sb.HourlyPriceUSD, sb.QuoteUSD = req.Metered.HourlyPriceUSD, req.Metered.QuoteUSD
+	}
 	sb.Inputs, sb.Labels, sb.SourceHash, sb.CreatedAt = req.Inputs, req.Labels, req.SourceHash, r.now().UTC()
 	// The record carries the create's deadline: should this process die
 	// before the sandbox is ready, the host still knows what is there and
@@ -245,9 +253,6 @@ func (r *Registry) create(ctx context.Context, ext Extension, req Request) (*San
 		sb.ExpiresAt, sb.TTL = &exp, req.TTLText
 	}
 	sb.SetOnExpiry(req.OnExpiry)
-	if req.Metered != nil {
-		sb.HourlyPriceUSD, sb.QuoteUSD = req.Metered.HourlyPriceUSD, req.Metered.QuoteUSD
-	}
 	// Written again with what the steps learned, so a sandbox interrupted
 	// while waiting is recorded as it is.
 	if err := writeRecord(ctx, req.Host, sb); err != nil {

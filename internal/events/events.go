@@ -11,8 +11,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"time"
 )
 
@@ -98,23 +100,37 @@ func (s *Sender) Send(ctx context.Context, e Event) error {
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("event %s not delivered to %s within %s: %w", e.Event, s.URL, s.Budget, last)
+			return fmt.Errorf("event %s not delivered to %s within %s: %w", e.Event, shownURL(s.URL), s.Budget, last)
 		case <-time.After(defaultRetryDelay * time.Duration(attempt)):
 		}
 	}
-	return fmt.Errorf("event %s not delivered to %s after %d attempts: %w", e.Event, s.URL, s.Attempts, last)
+	return fmt.Errorf("event %s not delivered to %s after %d attempts: %w", e.Event, shownURL(s.URL), s.Attempts, last)
+}
+
+// shownURL is what a diagnostic says of the events URL: its scheme and
+// host. A webhook's path, query and user info often carry its token.
+func shownURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return "the events URL"
+	}
+	return u.Scheme + "://" + u.Host + "/…"
 }
 
 func (s *Sender) post(ctx context.Context, body []byte) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.URL, bytes.NewReader(body))
 	if err != nil {
-		return err
+		return errors.New("the events URL is not a URL")
 	}
 	req.Header.Set("Content-Type", "application/json")
 	if s.Secret != "" {
 		req.Header.Set(SignatureHeader, Sign(s.Secret, body))
 	}
 	resp, err := s.Client.Do(req)
+	var uerr *url.Error
+	if errors.As(err, &uerr) {
+		err = uerr.Err // its message holds the whole URL
+	}
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -56,5 +57,23 @@ func TestUnreachableIsBoundedError(t *testing.T) {
 	var nilSender *Sender
 	if err := nilSender.Send(context.Background(), Event{}); err != nil {
 		t.Fatal("a nil sender must send nothing")
+	}
+}
+
+// A webhook URL carries its token: a failed delivery names the scheme and
+// host only, for a refused connection and for a refusing endpoint alike.
+func TestFailedDeliveryHidesTheURLsToken(t *testing.T) {
+	refusing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusForbidden) }))
+	defer refusing.Close()
+	for _, u := range []string{"http://127.0.0.1:1/hooks/T0K3N-secret?sig=T0K3N-secret", refusing.URL + "/hooks/T0K3N-secret?sig=T0K3N-secret"} {
+		s := New(u, "", "")
+		s.Budget, s.Attempts = 2*time.Second, 1
+		err := s.Send(context.Background(), Event{Event: SnapshotDeleted})
+		if err == nil {
+			t.Fatalf("delivery to %s succeeded", u)
+		}
+		if strings.Contains(err.Error(), "T0K3N") || !strings.Contains(err.Error(), "http://127.0.0.1") {
+			t.Errorf("the error shows the URL's token, or no host: %v", err)
+		}
 	}
 }

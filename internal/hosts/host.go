@@ -50,7 +50,8 @@ const DefaultRemoteRootDir = "sandboxer"
 // Run runs script on the host's transport and logs, at DEBUG, the host,
 // the command (its first commandLogBytes bytes), how long it took and how
 // it ended: where an apply's time goes, for users too (TF_LOG_PROVIDER=DEBUG).
-// Scripts never carry secrets (those go through stdin), so they may be logged.
+// A script may carry content (a rendered compose file): what is logged of
+// it is what Shown keeps.
 func (h *Host) Run(ctx context.Context, script string, stdin io.Reader, stdout io.Writer) error {
 	start := time.Now()
 	err := h.Transport.Run(ctx, script, stdin, stdout)
@@ -71,9 +72,10 @@ func logCommand(ctx context.Context, host, name string, start time.Time, err err
 // commandLogBytes bounds a logged command: enough to tell commands apart.
 const commandLogBytes = 160
 
-// commandName is script on one line, shortened for a log.
+// commandName is script on one line, its content not shown (Shown),
+// shortened for a log.
 func commandName(script string) string {
-	s := strings.Join(strings.Fields(script), " ")
+	s := strings.Join(strings.Fields(Shown(script)), " ")
 	if len(s) > commandLogBytes {
 		s = s[:commandLogBytes] + "..."
 	}
@@ -121,7 +123,7 @@ func Upload(ctx context.Context, t Transport, path string, r io.Reader, mode os.
 	}
 	if small != nil {
 		start := time.Now()
-		err := inlineWriteError(path, runPrivately(ctx, t, inlineWrite(path, small, mode)))
+		err := inlineWriteError(path, runPrivately(ctx, t, inlineWrite(path, small, mode), nil))
 		if !errors.Is(err, errNotRun) {
 			return logWrite(ctx, t, path, "shell", start, err)
 		}
@@ -135,7 +137,7 @@ func Upload(ctx context.Context, t Transport, path string, r io.Reader, mode os.
 // file's content (printData) runs only that way. errNotRun (wrapped) when
 // it cannot run this one so.
 type privateRunner interface {
-	RunPrivately(ctx context.Context, script string) error
+	RunPrivately(ctx context.Context, script string, stdout io.Writer) error
 }
 
 var (
@@ -145,9 +147,9 @@ var (
 
 // runPrivately runs script through t's privateRunner; errNotRun (wrapped)
 // when t has none or it declines.
-func runPrivately(ctx context.Context, t Transport, script string) error {
+func runPrivately(ctx context.Context, t Transport, script string, stdout io.Writer) error {
 	if p, ok := transportAs[privateRunner](t); ok {
-		return p.RunPrivately(ctx, script)
+		return p.RunPrivately(ctx, script, stdout)
 	}
 	return fmt.Errorf("%s runs no command privately: %w", t.Host(), errNotRun)
 }
@@ -265,22 +267,24 @@ func writeScript(path, fill string, mode os.FileMode) string {
 		Quote(path), Quote(path+".tmp"), mode.Perm(), fill)
 }
 
-// existsExit is the exit code of MakeDir's script when dir exists.
-const existsExit = 45
-
-// guardMissingExit is the exit code of MakeDir's script when its guard
-// file is missing.
-const guardMissingExit = 46
+// MakeDir's outcomes other than success (hosts.Ask's framing: exit
+// statuses mean failure only).
+const (
+	dirExists    = "exists"
+	guardMissing = "guard-missing"
+)
 
 // MakeDir creates dir on the host, whose parent must exist, and copies the
 // local directory src (when not "") into it, in one command. A dir that
 // exists already is fs.ErrExist, and nothing is written into it. With a
 // guard file, dir is made only while that file exists (fs.ErrNotExist).
 func MakeDir(ctx context.Context, t Transport, dir, src, guard string) error {
-	script := fmt.Sprintf("if [ -e %[1]s ] || [ -L %[1]s ]; then exit %[2]d; fi; mkdir -- %[1]s", Quote(dir), existsExit)
+	m := NewMark()
+	script := fmt.Sprintf("if [ -e %[1]s ] || [ -L %[1]s ]; then %[2]s; fi; mkdir -- %[1]s", Quote(dir), m.Result(dirExists))
 	if guard != "" {
-		script = fmt.Sprintf("[ -f %s ] || exit %d; ", Quote(guard), guardMissingExit) + script
+		script = fmt.Sprintf("[ -f %s ] || %s; ", Quote(guard), m.Result(guardMissing)) + script
 	}
+	var out bytes.Buffer
 	err := errNotRun
 	tarball, small := smallTar(src, t)
 	if small && len(tarball) <= inlineMax {
@@ -291,30 +295,37 @@ func MakeDir(ctx context.Context, t Transport, dir, src, guard string) error {
 		filled := script + " && cd -- " + Quote(dir) + " && " + printData(tarball) + " | tar -x -f - --no-same-owner"
 		what := "making " + dir + " with a copy of " + src
 		start := time.Now()
-		err = withoutContent(what, runPrivately(ctx, t, filled))
+		err = withoutContent(what, runPrivately(ctx, t, filled, &out))
 		if !errors.Is(err, errNotRun) {
 			logCommand(ctx, t.Host(), "("+what+")", start, err) // without its content
 		}
 	}
 	if errors.Is(err, errNotRun) {
+		out.Reset()
 		switch {
 		case src == "":
-			err = t.Run(ctx, script, nil, nil)
+			err = t.Run(ctx, script, nil, &out)
 		case small:
-			if err = t.Run(ctx, script, nil, nil); err == nil {
+			if err = t.Run(ctx, script, nil, &out); err == nil && !bytes.Contains(out.Bytes(), []byte(m)) {
 				err = unpackInto(ctx, t, dir, tarball)
 			}
 		default:
-			err = copyDir(ctx, t, src, script+" && tar -x -f - --no-same-owner -C "+Quote(dir))
+			err = copyDir(ctx, t, src, script+" && tar -x -f - --no-same-owner -C "+Quote(dir), &out)
 		}
 	}
-	if IsExitCode(err, existsExit) {
-		return fmt.Errorf("%s: %w", dir, fs.ErrExist)
+	if err != nil {
+		return err
 	}
-	if IsExitCode(err, guardMissingExit) {
+	reply, err := ParseReply(m, out.Bytes())
+	switch {
+	case err != nil:
+		return err
+	case reply.Result == dirExists:
+		return fmt.Errorf("%s: %w", dir, fs.ErrExist)
+	case reply.Result == guardMissing:
 		return fmt.Errorf("%s: not made, %s is gone: %w", dir, guard, fs.ErrNotExist)
 	}
-	return err
+	return nil
 }
 
 // smallTarMax bounds the tar of a local directory that MakeDir sends as a
@@ -378,13 +389,13 @@ func unpackInto(ctx context.Context, t Transport, dir string, tarball []byte) er
 
 // copyDir runs script with a tar stream of the local directory src as its
 // standard input.
-func copyDir(ctx context.Context, t Transport, src, script string) error {
+func copyDir(ctx context.Context, t Transport, src, script string, stdout io.Writer) error {
 	if st, err := os.Stat(src); err != nil || !st.IsDir() {
 		return fmt.Errorf("local directory %s is not readable: %v", src, err)
 	}
 	pr, pw := io.Pipe()
 	go func() { pw.CloseWithError(localdir.WriteTar(pw, src)) }()
-	err := t.Run(ctx, script, pr, nil)
+	err := t.Run(ctx, script, pr, stdout)
 	_ = pr.CloseWithError(io.ErrClosedPipe) // unblock the writer if the command ended early
 	return err
 }

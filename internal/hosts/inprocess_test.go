@@ -705,3 +705,111 @@ func TestShellCommandHoldsNoDescriptorOfTheLoop(t *testing.T) {
 		t.Errorf("the command sees the loop's variables: %q, %v", out, err)
 	}
 }
+
+// A script too long for a shell, and a script with input, run in sessions
+// of their own, whose command lines any user of the host can read: the
+// script travels on the session's input, never in its command, whatever
+// its size, and runs as written (its status and trailing newlines kept).
+func TestLongScriptsStayOffSessionCommandLines(t *testing.T) {
+	marker := "sandboxer-private-" + randomSuffix()
+	var mu sync.Mutex
+	var cmds []string
+	srv := startInProcessServer(t, func(s *inProcessServer) {
+		s.rewrite = func(cmd string) string {
+			mu.Lock()
+			cmds = append(cmds, cmd)
+			mu.Unlock()
+			return cmd
+		}
+	})
+	tr := srv.transport(t, 4)
+	long := "v='" + marker + strings.Repeat("x", shellScriptMax) + "'\nprintf '%s\\n' \"${#v}\"\nprintf 'tail\\n\\n'\nexit 3\n"
+	var out bytes.Buffer
+	err := tr.Run(t.Context(), long, nil, &out)
+	if !IsExitCode(err, 3) {
+		t.Fatalf("the long script ended with %v, want status 3", err)
+	}
+	if want := fmt.Sprintf("%d\ntail\n\n", len(marker)+shellScriptMax); out.String() != want {
+		t.Errorf("the long script printed %q, want %q", out.String(), want)
+	}
+	out.Reset()
+	if err := tr.Run(t.Context(), ": "+marker+"; tr a-z A-Z", strings.NewReader("input\n"), &out); err != nil {
+		t.Fatal(err)
+	}
+	if out.String() != "INPUT\n" {
+		t.Errorf("the script with input printed %q, want its input upper-cased", out.String())
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, c := range cmds {
+		if strings.Contains(c, marker) {
+			t.Errorf("a session's command held the script: %.80q", c)
+		}
+	}
+}
+
+// A dial that hangs (the host accepts TCP and never speaks SSH) holds up
+// nothing else of the transport: a second command gives up when its
+// context ends, and Close returns at once; the dial's connection, were it
+// to succeed, is not pooled after the Close.
+func TestHangingDialHoldsNothingUp(t *testing.T) {
+	mute, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = mute.Close() })
+	var held sync.Mutex
+	var conns []net.Conn
+	go func() {
+		for {
+			c, err := mute.Accept()
+			if err != nil {
+				return
+			}
+			held.Lock()
+			conns = append(conns, c)
+			held.Unlock()
+		}
+	}()
+	cfg := startInProcessServer(t, nil).cfg
+	cfg.Address, cfg.DialTimeout = mute.Addr().String(), 20*time.Second
+	tr, err := NewSSH(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := make(chan error, 1)
+	go func() { first <- tr.Run(t.Context(), "true", nil, nil) }()
+	waitUntil(t, func() bool { held.Lock(); defer held.Unlock(); return len(conns) == 1 })
+	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+	defer cancel()
+	if err := tr.Run(ctx, "true", nil, nil); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a command waiting for another's dial: %v, want its deadline", err)
+	}
+	closed := make(chan struct{})
+	go func() { _ = tr.Close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(2 * time.Second):
+		t.Fatal("Close waited for a hanging dial")
+	}
+	held.Lock()
+	for _, c := range conns {
+		_ = c.Close() // the dial ends
+	}
+	held.Unlock()
+	if err := <-first; err == nil {
+		t.Fatal("the hanging dial succeeded")
+	}
+}
+
+// waitUntil polls cond, an observable state, for up to 10 s.
+func waitUntil(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("timed out")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

@@ -19,10 +19,10 @@ var _ Transport = (*Local)(nil)
 // localScriptVar carries a Local command's script to its sh.
 const localScriptVar = "SANDBOXER_SCRIPT"
 
-// RunPrivately is Run without input or output: every Local command is
-// private (privateRunner).
-func (l *Local) RunPrivately(ctx context.Context, script string) error {
-	return l.Run(ctx, script, nil, nil)
+// RunPrivately is Run without input: every Local command is private
+// (privateRunner).
+func (l *Local) RunPrivately(ctx context.Context, script string, stdout io.Writer) error {
+	return l.Run(ctx, script, nil, stdout)
 }
 
 func (l *Local) Host() string { return l.Name }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -117,5 +118,33 @@ func TestFailedSmallCopyHidesTheContent(t *testing.T) {
 	}
 	if strings.Contains(err.Error(), "hunter2") || strings.Contains(err.Error(), "printf") {
 		t.Fatalf("the error shows the content: %v", err)
+	}
+}
+
+// MakeDir's outcomes are framed (Ask): an exit status means failure only.
+// A mkdir that fails with any status, 45 among them, is that failure, not
+// "the directory exists"; a directory that exists, or a guard that is
+// gone, is said so.
+func TestMakeDirOutcomesAreFramed(t *testing.T) {
+	shim := t.TempDir()
+	if err := os.WriteFile(filepath.Join(shim, "mkdir"), []byte("#!/bin/sh\necho 'mkdir: no space left' >&2\nexit 45\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	local := &Local{Name: "local"}
+	dir := filepath.Join(t.TempDir(), "ws")
+	t.Setenv("PATH", shim+":"+os.Getenv("PATH"))
+	err := MakeDir(t.Context(), local, dir, "", "")
+	if err == nil || errors.Is(err, fs.ErrExist) || !strings.Contains(err.Error(), "no space left") {
+		t.Fatalf("a failed mkdir (status 45) gave %v, want its own failure", err)
+	}
+	t.Setenv("PATH", strings.TrimPrefix(os.Getenv("PATH"), shim+":"))
+	if err := MakeDir(t.Context(), local, dir, "", ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := MakeDir(t.Context(), local, dir, "", ""); !errors.Is(err, fs.ErrExist) {
+		t.Fatalf("an existing directory gave %v, want fs.ErrExist", err)
+	}
+	if err := MakeDir(t.Context(), local, dir+"2", "", filepath.Join(t.TempDir(), "gone")); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("a missing guard gave %v, want fs.ErrNotExist", err)
 	}
 }

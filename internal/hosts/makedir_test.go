@@ -27,9 +27,9 @@ func (c *countingRuns) Run(ctx context.Context, script string, stdin io.Reader, 
 	return c.SSH.Run(ctx, script, stdin, stdout)
 }
 
-func (c *countingRuns) RunPrivately(ctx context.Context, script string) error {
+func (c *countingRuns) RunPrivately(ctx context.Context, script string, stdout io.Writer) error {
 	c.runs++
-	return c.SSH.RunPrivately(ctx, script)
+	return c.SSH.RunPrivately(ctx, script, stdout)
 }
 
 // A repo of a few files goes in the one command that makes its directory,

@@ -34,3 +34,26 @@ func TestCommandQuotesEveryWord(t *testing.T) {
 		t.Fatalf("Command = %s, want %s", got, want)
 	}
 }
+
+// Logs and diagnostics show a script's commands, paths and names, never
+// the content a quoted word carries.
+func TestShownHidesContent(t *testing.T) {
+	content := "services:\n  db:\n    environment:\n      PASSWORD: it's-a-secret-" + strings.Repeat("x", 100) + "\n"
+	script := "printf '%s' " + Quote(content) + " > " + Quote("/srv/sandboxer/ws/.sandboxer-compose.yml") + " && docker compose up -d"
+	got := Shown(script)
+	if strings.Contains(got, "secret") || strings.Contains(got, "PASSWORD") {
+		t.Fatalf("Shown kept the content: %s", got)
+	}
+	for _, want := range []string{"printf '%s' '<", "bytes not shown>'", "/srv/sandboxer/ws/.sandboxer-compose.yml", "docker compose up -d"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("Shown(...) = %s, lacks %q", got, want)
+		}
+	}
+	err := &CommandError{Host: "h", Script: script, ExitCode: 1}
+	if strings.Contains(err.Error(), "secret") {
+		t.Errorf("a diagnostic shows the content: %s", err)
+	}
+	if commandName(script) == "" || strings.Contains(commandName(script), "secret") {
+		t.Errorf("the log shows the content: %s", commandName(script))
+	}
+}

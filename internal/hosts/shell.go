@@ -172,11 +172,14 @@ func (s *SSH) WriteSmallFile(ctx context.Context, p string, data []byte, mode os
 // connection's shells (privateRunner): a session's command is on the
 // host's command lines (`sh -c`). errNotRun (wrapped) when no shell takes
 // it: the host's sh cannot run the loop, or the script is too long.
-func (s *SSH) RunPrivately(ctx context.Context, script string) error {
+func (s *SSH) RunPrivately(ctx context.Context, script string, stdout io.Writer) error {
 	if len(script) > shellScriptMax || s.noShells.Load() {
 		return fmt.Errorf("no shell for a script of %d bytes: %w", len(script), errNotRun)
 	}
-	return s.runShell(ctx, script, io.Discard)
+	if stdout == nil {
+		stdout = io.Discard
+	}
+	return s.runShell(ctx, script, stdout)
 }
 
 // runIdle runs script in a shell that is idle now, never waiting for one

@@ -7,6 +7,8 @@ import (
 	"io"
 	"net"
 	"os"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -90,6 +92,11 @@ type SSH struct {
 	// their context ends: one opener at a time, so a connection carries at
 	// most one sftp channel.
 	sftpOpening chan struct{}
+	// dialing is a lock (capacity 1) held through a dial (connected);
+	// closes counts Close calls (under mu), so a dial that a Close
+	// overtook does not pool its connection.
+	dialing     chan struct{}
+	closes      int
 	sftpWrites  atomic.Int64 // files written through sftp, for tests
 	shellWrites atomic.Int64 // small files written through an idle shell (WriteSmallFile), for tests
 
@@ -122,17 +129,19 @@ func NewSSH(cfg SSHConfig) (*SSH, error) {
 	if n <= 0 {
 		n = DefaultMaxSessions
 	}
-	return &SSH{cfg: cfg, sem: make(chan struct{}, n), sftpOpening: make(chan struct{}, 1), idleReady: make(chan struct{}, 1),
+	return &SSH{cfg: cfg, sem: make(chan struct{}, n), sftpOpening: make(chan struct{}, 1), dialing: make(chan struct{}, 1), idleReady: make(chan struct{}, 1),
 		starting:       make(chan struct{}, maxShellStarts),
 		keepAliveEvery: keepAliveInterval, keepAliveWithin: keepAliveTimeout}, nil
 }
 
 func (s *SSH) Host() string { return s.cfg.Name }
 
-// Close closes the pooled connection, if any.
+// Close closes the pooled connection, if any, and one being dialled once
+// its dial ends. A later command dials again.
 func (s *SSH) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.closes++
 	s.dropLocked()
 	return nil
 }
@@ -206,20 +215,43 @@ func (s *SSH) lost(client *ssh.Client, err error) error {
 }
 
 // connected returns the pooled client, dialling it if needed. Callers that
-// find it dead pass it back as stale so that only one of them redials.
+// find it dead pass it back as stale so that only one of them redials. One
+// dial at a time (dialing), outside mu: a dial takes up to its timeout (a
+// bastion's included), and mu guards what idle shells, keepalives and
+// writes need meanwhile; a caller waiting for another's dial gives up when
+// its context ends.
 func (s *SSH) connected(ctx context.Context, stale *ssh.Client) (*ssh.Client, error) {
+	if c := s.pooled(stale); c != nil {
+		return c, nil
+	}
+	select {
+	case s.dialing <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	defer func() { <-s.dialing }()
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.client != nil && s.client != stale {
-		return s.client, nil
+	if s.client != nil && s.client != stale { // dialled while this caller waited
+		c := s.client
+		s.mu.Unlock()
+		return c, nil
 	}
 	if stale != nil {
 		tflog.Debug(ctx, "redialling: the pooled SSH connection is gone", map[string]any{"host": s.cfg.Name, "address": s.cfg.Address})
 	}
 	s.dropLocked()
+	closes := s.closes
+	s.mu.Unlock()
 	client, closers, err := dial(ctx, s.cfg)
 	if err != nil {
 		return nil, err
+	}
+	s.mu.Lock()
+	if s.closes != closes { // Close ran meanwhile: this connection is not pooled
+		s.mu.Unlock()
+		_ = client.Close()
+		closeAll(closers)
+		return nil, fmt.Errorf("host %q (%s): the transport was closed while connecting: %w", s.cfg.Name, s.cfg.Address, errConnectionEnded)
 	}
 	ended := make(chan struct{})
 	go func() {
@@ -227,8 +259,19 @@ func (s *SSH) connected(ctx context.Context, stale *ssh.Client) (*ssh.Client, er
 		close(ended)
 	}()
 	s.client, s.ended, s.closers = client, ended, closers
+	s.mu.Unlock()
 	go s.keepAlive(context.WithoutCancel(ctx), client, ended)
 	return client, nil
+}
+
+// pooled is the pooled client unless it is stale or there is none.
+func (s *SSH) pooled(stale *ssh.Client) *ssh.Client {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.client != nil && s.client != stale {
+		return s.client
+	}
+	return nil
 }
 
 // gone returns a channel closed once client's connection has ended. A
@@ -328,19 +371,24 @@ func (s *SSH) Run(ctx context.Context, script string, stdin io.Reader, stdout io
 	stderr := &tailBuffer{n: stderrTailBytes}
 	session.Stderr = stderr
 	// The login shell may be anything; run the script under sh explicitly.
-	cmd := Command("sh", "-c", script)
+	// A script may hold content (a rendered compose file): it is never on
+	// the session's command line, which any user of the host can read.
+	cmd := Command("sh", "-c", sessionScript, "sh", strconv.Itoa(len(script)))
 	if stdin == nil {
-		// Its input held open and unused, so that its end means the session
-		// ended: a watcher then kills the command with the session's
-		// process group, as in a shell (OpenSSH refuses signal requests).
+		// The script, then the input held open and unused, so that its end
+		// means the session ended: a watcher then kills the command with
+		// the session's process group, as in a shell (OpenSSH refuses
+		// signal requests).
 		in, err := session.StdinPipe()
 		if err != nil {
 			return err
 		}
 		defer func() { _ = in.Close() }()
-		cmd = Command("sh", "-c", sessionWatcher, "sh", script)
+		go func() { _, _ = io.WriteString(in, script) }() // fails only once the session has ended
 	} else {
-		session.Stdin = stdin
+		// The script, then the command's input.
+		cmd = Command("sh", "-c", stdinScriptRunner, "sh", strconv.Itoa(len(script)))
+		session.Stdin = io.MultiReader(strings.NewReader(script), stdin)
 	}
 	if err := s.start(ctx, client, session, cmd); err != nil {
 		return err
@@ -370,16 +418,30 @@ func (s *SSH) Run(ctx context.Context, script string, stdin io.Reader, stdout io
 	return fmt.Errorf("host %q (%s): command did not complete: %w", s.cfg.Name, s.cfg.Address, s.lost(client, err))
 }
 
-// sessionWatcher runs its first argument as a shell runs a command
-// (shellScript), with one watcher on the session's input for its whole life.
-const sessionWatcher = `exec 3<&0
+// sessionScript runs the script the session's input starts with (its
+// first $1 bytes, read by head, which reads no further: the client sends
+// nothing more) as a shell runs a command (shellScript), with one watcher
+// on the rest of the input for its whole life. The "." keeps the script's
+// trailing newlines from the command substitution.
+const sessionScript = `exec 3<&0
+_sbx_s=$(head -c "$1"; echo .) || exit 125
+_sbx_s=${_sbx_s%.}
 { IFS= read -r _sbx_l; kill -s KILL 0; } <&3 &
 _sbx_w=$!
-sh -c "$1" </dev/null 3<&-
+( unset _sbx_l _sbx_w; eval "$_sbx_s" ) </dev/null 3<&-
 _sbx_r=$?
 kill "$_sbx_w" 2>/dev/null
 wait "$_sbx_w" 2>/dev/null
 exit "$_sbx_r"`
+
+// stdinScriptRunner runs the script the session's input starts with (its
+// first $1 bytes) with the rest of the input as the command's. dd reads
+// the script a byte at a time, so that nothing of the command's input is
+// read with it (head may read ahead: busybox's does); the scripts with
+// input are short, their content on the input.
+const stdinScriptRunner = `_sbx_s=$(dd bs=1 count="$1" 2>/dev/null; echo .) || exit 125
+_sbx_s=${_sbx_s%.}
+eval "$_sbx_s"`
 
 // acquire takes a session token (see SSH.sem): a free one, else an idle
 // shell's (closing the shell), else it waits for either.

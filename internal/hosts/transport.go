@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
 	"strings"
 )
 
@@ -42,7 +43,7 @@ type CommandError struct {
 }
 
 func (e *CommandError) Error() string {
-	script := e.Script
+	script := Shown(e.Script)
 	if len(script) > 200 {
 		script = script[:200] + "…"
 	}
@@ -51,6 +52,28 @@ func (e *CommandError) Error() string {
 		msg += "\nstderr (tail):\n" + s
 	}
 	return msg
+}
+
+// quotedWord is a single-quoted shell word as Quote writes it, an
+// embedded quote ('\”) included.
+var quotedWord = regexp.MustCompile(`'[^']*'(?:"'"'[^']*')*`)
+
+// shownQuotedMax bounds the quoted words Shown keeps: paths and names are
+// shorter; content (a rendered compose file, an agent's request, a file
+// printed by a command) is longer.
+const shownQuotedMax = 96
+
+// Shown is script as logs and diagnostics show it: each quoted word
+// longer than shownQuotedMax, which is content, not a path or a name,
+// replaced by its length. A script may hold a file's content; the start
+// of a command is what tells commands apart.
+func Shown(script string) string {
+	return quotedWord.ReplaceAllStringFunc(script, func(w string) string {
+		if len(w) <= shownQuotedMax {
+			return w
+		}
+		return fmt.Sprintf("'<%d bytes not shown>'", len(w))
+	})
 }
 
 // IsExitCode reports whether err is a CommandError with the given exit code.

@@ -292,10 +292,11 @@ func (p *SandboxerProvider) Schema(_ context.Context, _ provider.SchemaRequest, 
 			"credits_file": schema.StringAttribute{Optional: true,
 				MarkdownDescription: "JSON credits ledger for metered profiles, e.g. `{\"balance_usd\": 25}`. Metered sandboxes are quoted " +
 					"against it at plan time, hold their quote while they live and are debited for their measured lifetime on destroy."},
-			"events_url": schema.StringAttribute{Optional: true,
+			"events_url": schema.StringAttribute{Optional: true, Sensitive: true,
 				MarkdownDescription: "URL that receives a JSON POST for each lifecycle event (`sandbox.created`, `sandbox.ready`, " +
 					"`sandbox.destroyed`, `snapshot.created`, `snapshot.deleted`, `restore.completed`). Delivery is retried within " +
-					"5 seconds; an event that cannot be delivered is a warning."},
+					"5 seconds; an event that cannot be delivered is a warning, naming only the URL's scheme and host: a webhook URL " +
+					"often carries its token, so it is sensitive."},
 			"events_secret": schema.StringAttribute{Optional: true, Sensitive: true,
 				MarkdownDescription: "Key of the `X-Sandboxer-Signature: sha256=<hex HMAC-SHA256 of the body>` header on events."},
 			"actor": schema.StringAttribute{Optional: true,
