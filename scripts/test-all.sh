@@ -8,7 +8,8 @@
 # identities on a Terraform >= 1.14 built for them, the compose
 # tests again on compose v1, the README's example as written, `make install`
 # and a release (goreleaser snapshot) installed as users install them, and the
-# ci-sandbox module's `terraform test` and `tofu test`; golangci-lint,
+# ci-sandbox module's `terraform test` and `tofu test`, a short fault soak;
+# golangci-lint,
 # actionlint, the scripts' own lint and a short run of every fuzz target too.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -90,6 +91,11 @@ bash scripts/test-release.sh
 echo "== the ci-sandbox module's own tests"
 bash scripts/test-module.sh "$TF_ACC_TERRAFORM_PATH"
 bash scripts/test-module.sh "$SANDBOXER_TOFU_PATH"
+
+echo "== a short fault soak (scripts/soak.sh; a fixed seed, so a failure replays)"
+TERRAFORM="$TF_ACC_TERRAFORM_PATH" bash scripts/soak.sh --minutes 2 --seed 20261128
+# It kills and restarts dockerd: what ran in the engine before is as the
+# soak's heal left it; the steps below need only the engine answering.
 
 echo "== generated docs are current"
 TERRAFORM="$TF_ACC_TERRAFORM_PATH" bash scripts/check-generated.sh

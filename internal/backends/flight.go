@@ -82,6 +82,9 @@ func (f *Flight[K, V]) join(ctx context.Context, key K, fn func(ctx context.Cont
 }
 
 func (f *Flight[K, V]) run(ctx context.Context, key K, c *flightCall[V], fn func(ctx context.Context) (V, error)) {
+	// The call serves every caller of key: what it logs names none of the
+	// sandboxes of the one that started it.
+	ctx = tflog.SetField(tflog.SetField(ctx, "sandbox_id", sharedCall), "extension", sharedCall)
 	f.log(ctx, "shared call started", key)
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cmp.Or(f.Timeout, detachedTimeout))
 	defer cancel()
@@ -95,6 +98,10 @@ func (f *Flight[K, V]) run(ctx context.Context, key K, c *flightCall[V], fn func
 	close(c.done)
 	f.mu.Unlock()
 }
+
+// sharedCall is what a shared call logs in place of its starter's
+// sandbox_id and extension.
+const sharedCall = "(shared)"
 
 // Invalidate drops the calls, in flight or kept, of the keys match accepts:
 // their next callers call anew; those waiting still get their results.

@@ -1,11 +1,15 @@
 package backends_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/hashicorp/terraform-plugin-log/tflog"
+	"github.com/hashicorp/terraform-plugin-log/tflogtest"
 
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/backends"
 )
@@ -98,4 +102,31 @@ func TestFlightTimeoutPeekAndInvalidate(t *testing.T) {
 			t.Errorf("Peek of a key not invalidated: %q, %v; want b1", v, ok)
 		}
 	})
+}
+
+// A shared call serves every caller of its key: its log lines name none of
+// the sandboxes of the caller that happened to start it.
+func TestSharedCallLogsNoCallersSandbox(t *testing.T) {
+	var buf bytes.Buffer
+	ctx := tflog.SetField(tflogtest.RootLogger(context.Background(), &buf), "sandbox_id", "started-it")
+	var f backends.Flight[string, int]
+	f.What = "test read"
+	if _, err := f.Do(ctx, "host-a", func(ctx context.Context) (int, error) {
+		tflog.Debug(ctx, "inside the shared call")
+		return 1, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := tflogtest.MultilineJSONDecode(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) == 0 {
+		t.Fatal("nothing was logged")
+	}
+	for _, e := range entries {
+		if e["sandbox_id"] == "started-it" {
+			t.Errorf("a shared call's line names its starter's sandbox: %v", e)
+		}
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"weak"
 
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/checkpoint"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/composefile"
@@ -30,7 +31,11 @@ import (
 // one apply share it): where a root directory leads does not change while
 // an apply runs, and a base removed meanwhile fails the workspace's mkdir.
 func WorkspaceDir(ctx context.Context, h *hosts.Host, base, name string) (string, error) {
-	dir, err := resolvedBases.Do(ctx, resolvedKey{h, base}, func(ctx context.Context) (string, error) {
+	key := resolvedKey{weak.Make(h), base}
+	if _, ok, _ := resolvedBases.Peek(ctx, key); !ok {
+		resolvedBases.Invalidate(ctx, func(k resolvedKey) bool { return k.h.Value() == nil })
+	}
+	dir, err := resolvedBases.Do(ctx, key, func(ctx context.Context) (string, error) {
 		out, err := hosts.Output(ctx, h, fmt.Sprintf("mkdir -p -- %[1]s && cd -- %[1]s && pwd -P", hosts.Quote(base)))
 		if err != nil {
 			return "", fmt.Errorf("unable to create the directory %s for workspaces: %w", base, err)
@@ -44,16 +49,23 @@ func WorkspaceDir(ctx context.Context, h *hosts.Host, base, name string) (string
 }
 
 // resolvedBases are the base directories as their hosts resolved them
-// (WorkspaceDir), keyed by the Host itself: a provider configured again
-// (each Terraform run, each test step) resolves again.
+// (WorkspaceDir), keyed by the Host itself, weakly: a provider configured
+// again (each Terraform run, each test step) resolves again, and a Host
+// no configuration holds any more is not kept alive by this cache (its
+// entries go with the next resolution).
 var resolvedBases = Flight[resolvedKey, string]{What: "workspace base resolution", Keep: Forever}
 
 type resolvedKey struct {
-	h    *hosts.Host
+	h    weak.Pointer[hosts.Host]
 	base string
 }
 
-func (k resolvedKey) String() string { return k.h.Host() + ":" + k.base }
+func (k resolvedKey) String() string {
+	if h := k.h.Value(); h != nil {
+		return h.Host() + ":" + k.base
+	}
+	return "(a host no longer configured):" + k.base
+}
 
 // ErrWorkspaceExists is a new workspace's directory found existing: ids
 // are fresh, so it is someone else's, and a create removes nothing of it.

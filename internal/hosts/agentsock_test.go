@@ -56,7 +56,7 @@ func TestAgentSocketClosedAfterHandshake(t *testing.T) {
 	cfg := startInProcessServer(t, func(s *inProcessServer) { s.authorized = sshPub }).cfg
 	cfg.PrivateKey, cfg.UseAgent, cfg.DialTimeout = nil, true, 10*time.Second
 	for range 3 {
-		c, closers, err := dial(context.Background(), cfg)
+		c, closers, _, err := dial(context.Background(), cfg)
 		if err != nil {
 			t.Fatal(err)
 		}

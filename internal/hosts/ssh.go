@@ -167,21 +167,41 @@ func (s *SSH) dropLocked() {
 // keepAlive probes client until it is closed, and closes it when a probe
 // goes unanswered for keepAliveTimeout (see keepAliveInterval). Any reply,
 // even a refusal, is an answer.
-func (s *SSH) keepAlive(ctx context.Context, client *ssh.Client, ended <-chan struct{}) {
+func (s *SSH) keepAlive(ctx context.Context, client *ssh.Client, ended <-chan struct{}, active *activeConn) {
 	for {
 		reply := make(chan error, 1)
 		go func() {
 			_, _, err := client.SendRequest("keepalive@openssh.com", true, nil)
 			reply <- err
 		}()
-		timer := time.NewTimer(s.keepAliveWithin)
+		if !s.answered(ctx, client, reply, active) {
+			return
+		}
+		select {
+		case <-time.After(s.keepAliveEvery):
+		case <-ended:
+			return
+		}
+	}
+}
+
+// answered waits for a keepalive's reply, and closes client when none
+// comes within keepAliveTimeout while no byte moves on the connection
+// either. false: the connection is closed (here, or before).
+func (s *SSH) answered(ctx context.Context, client *ssh.Client, reply <-chan error, active *activeConn) bool {
+	timer := time.NewTimer(s.keepAliveWithin)
+	defer timer.Stop()
+	for {
 		select {
 		case err := <-reply:
-			timer.Stop()
-			if err != nil {
-				return // closed
-			}
+			return err == nil
 		case <-timer.C:
+			if active.aliveWithin(s.keepAliveWithin) {
+				// Unanswered, but the link carries data: the request
+				// waits behind what was queued ahead of it.
+				timer.Reset(s.keepAliveWithin)
+				continue
+			}
 			tflog.Debug(ctx, "the SSH connection did not answer a keepalive: closing it; the next command redials", map[string]any{
 				"host": s.cfg.Name, "address": s.cfg.Address, "timeout": s.keepAliveWithin.String(),
 			})
@@ -192,12 +212,7 @@ func (s *SSH) keepAlive(ctx context.Context, client *ssh.Client, ended <-chan st
 			}
 			s.mu.Unlock()
 			_ = client.Close() // given up earlier already (redialled): ends its calls too
-			return
-		}
-		select {
-		case <-time.After(s.keepAliveEvery):
-		case <-ended:
-			return
+			return false
 		}
 	}
 }
@@ -242,7 +257,7 @@ func (s *SSH) connected(ctx context.Context, stale *ssh.Client) (*ssh.Client, er
 	s.dropLocked()
 	closes := s.closes
 	s.mu.Unlock()
-	client, closers, err := dial(ctx, s.cfg)
+	client, closers, active, err := dial(ctx, s.cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -260,7 +275,7 @@ func (s *SSH) connected(ctx context.Context, stale *ssh.Client) (*ssh.Client, er
 	}()
 	s.client, s.ended, s.closers = client, ended, closers
 	s.mu.Unlock()
-	go s.keepAlive(context.WithoutCancel(ctx), client, ended)
+	go s.keepAlive(context.WithoutCancel(ctx), client, ended, active)
 	return client, nil
 }
 
@@ -558,25 +573,25 @@ func (s *SSH) start(ctx context.Context, client *ssh.Client, session *ssh.Sessio
 // dial connects to cfg.Address, through cfg.Bastion when set, within
 // cfg.DialTimeout for the whole: TCP, handshake and every bastion hop. It
 // returns the client and the bastion clients beneath it, outermost last.
-func dial(ctx context.Context, cfg SSHConfig) (*ssh.Client, []io.Closer, error) {
+func dial(ctx context.Context, cfg SSHConfig) (*ssh.Client, []io.Closer, *activeConn, error) {
 	timeout := cfg.DialTimeout
 	if timeout <= 0 {
 		timeout = DefaultDialTimeout
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	client, closers, err := dialWithin(ctx, cfg)
+	client, closers, active, err := dialWithin(ctx, cfg)
 	if err != nil && errors.Is(err, context.DeadlineExceeded) {
-		return nil, nil, fmt.Errorf("host %q: unable to connect to %s within %s: %w", cfg.Name, cfg.Address, timeout, err)
+		return nil, nil, nil, fmt.Errorf("host %q: unable to connect to %s within %s: %w", cfg.Name, cfg.Address, timeout, err)
 	}
-	return client, closers, err
+	return client, closers, active, err
 }
 
 // dialWithin is dial under ctx's deadline.
-func dialWithin(ctx context.Context, cfg SSHConfig) (*ssh.Client, []io.Closer, error) {
+func dialWithin(ctx context.Context, cfg SSHConfig) (*ssh.Client, []io.Closer, *activeConn, error) {
 	ccfg, agentSock, err := clientConfig(cfg)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	// The agent signs during the handshake only: its socket is closed when
 	// dial returns, not left open for the life of the process.
@@ -590,24 +605,26 @@ func dialWithin(ctx context.Context, cfg SSHConfig) (*ssh.Client, []io.Closer, e
 		if b.Name == "" {
 			b.Name = cfg.Name + " (bastion)"
 		}
-		bc, bclosers, err := dialWithin(ctx, b)
+		bc, bclosers, _, err := dialWithin(ctx, b)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		closers = append(bclosers, bc)
 		conn, err = bc.DialContext(ctx, "tcp", cfg.Address)
 		if err != nil {
 			closeAll(closers)
-			return nil, nil, fmt.Errorf("host %q: unable to reach %s through bastion %s: %w", cfg.Name, cfg.Address, b.Address, err)
+			return nil, nil, nil, fmt.Errorf("host %q: unable to reach %s through bastion %s: %w", cfg.Name, cfg.Address, b.Address, err)
 		}
 	} else {
 		var d net.Dialer
 		conn, err = d.DialContext(ctx, "tcp", cfg.Address)
 		if err != nil {
-			return nil, nil, fmt.Errorf("host %q: unable to connect to %s: %w", cfg.Name, cfg.Address, err)
+			return nil, nil, nil, fmt.Errorf("host %q: unable to connect to %s: %w", cfg.Name, cfg.Address, err)
 		}
 	}
 
+	active := &activeConn{Conn: conn}
+	conn = active
 	// The handshake takes no context (ClientConfig.Timeout bounds only a
 	// dial that ssh.Dial makes): closing the connection ends it.
 	stop := context.AfterFunc(ctx, func() { _ = conn.Close() })
@@ -616,12 +633,55 @@ func dialWithin(ctx context.Context, cfg SSHConfig) (*ssh.Client, []io.Closer, e
 		_ = conn.Close()
 		closeAll(closers)
 		if ctx.Err() != nil {
-			return nil, nil, fmt.Errorf("host %q: SSH handshake with %s: %w", cfg.Name, cfg.Address, ctx.Err())
+			return nil, nil, nil, fmt.Errorf("host %q: SSH handshake with %s: %w", cfg.Name, cfg.Address, ctx.Err())
 		}
-		return nil, nil, fmt.Errorf("host %q: SSH handshake with %s failed: %w", cfg.Name, cfg.Address, err)
+		return nil, nil, nil, fmt.Errorf("host %q: SSH handshake with %s failed: %w", cfg.Name, cfg.Address, err)
 	}
-	return ssh.NewClient(c, chans, reqs), closers, nil
+	return ssh.NewClient(c, chans, reqs), closers, active, nil
 }
+
+// activeConn is a connection that notes when bytes last moved on it, either
+// way. keepAlive takes that, or the peer acknowledging data in flight, as
+// life: on a link a transfer saturates, a keepalive waits behind the data
+// queued ahead of it (megabytes: the channel's window) for longer than its
+// timeout, while the link is well.
+type activeConn struct {
+	net.Conn
+	read, wrote atomic.Int64 // unix nanoseconds of the last bytes each way
+}
+
+func (c *activeConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if n > 0 {
+		c.read.Store(time.Now().UnixNano())
+	}
+	return n, err
+}
+
+func (c *activeConn) Write(p []byte) (int, error) {
+	n, err := c.Conn.Write(p)
+	if n > 0 {
+		c.wrote.Store(time.Now().UnixNano())
+	}
+	return n, err
+}
+
+// aliveWithin reports whether the connection showed life within d: the
+// peer sent bytes, or acknowledged data in flight (TCP); or, on one that
+// wrote within busyLife times d (a transfer, whose data may still queue
+// ahead of the keepalive), the peer sent bytes within that long. A peer
+// taking a stream adjusts its window only every so many kilobytes it
+// consumed (OpenSSH: a megabyte), which on a slow link takes longer than d.
+func (c *activeConn) aliveWithin(d time.Duration) bool {
+	since := func(t *atomic.Int64) time.Duration { return time.Since(time.Unix(0, t.Load())) }
+	busy := busyLife * d
+	return since(&c.read) < d || ackedWithin(c.Conn, d) || since(&c.wrote) < busy && since(&c.read) < busy
+}
+
+// busyLife bounds, in keepalive timeouts, how long a connection that wrote
+// may go without a byte from its peer (2 minutes: a megabyte's window
+// adjustment on an 8 KB/s link).
+const busyLife = 6
 
 func closeAll(cs []io.Closer) {
 	for i := len(cs) - 1; i >= 0; i-- {

@@ -2,7 +2,9 @@
 # Removes what test runs cut off part-way (a killed CI job, a stopped
 # machine) left in the docker engine: the containers, networks and volumes
 # of sandboxes (compose projects sbx-*) whose working directory is a Go
-# test's temporary directory, and those directories. The acceptance tests'
+# test's temporary directory or a script's (scripts/lib/devprovider.sh:
+# the soak, the benchmarks), and those directories; a soak's root file
+# system still mounted is unmounted. The acceptance tests'
 # "destroy left nothing" checks would otherwise count them. Run it only when
 # no test is running (scripts/test-all.sh runs it before the tests).
 set -euo pipefail
@@ -12,7 +14,7 @@ docker ps -a --filter label=com.docker.compose.project \
 	--format '{{.Label "com.docker.compose.project"}} {{.Label "com.docker.compose.project.working_dir"}}' |
 	sort -u | while read -r project dir; do
 	case "$project $dir" in
-	"sbx-"*" $tmp/Test"*) ;;
+	"sbx-"*" $tmp/Test"* | "sbx-"*" $tmp/sandboxer."*) ;;
 	*) continue ;;
 	esac
 	echo "sweep.sh: removing $project, left by an interrupted test run in $dir" >&2
@@ -24,4 +26,10 @@ docker ps -a --filter label=com.docker.compose.project \
 	# killed process could not remove.
 	testdir="${dir%%/[0-9][0-9][0-9]/*}"
 	case "$testdir" in "$tmp/Test"*/*) ;; "$tmp/Test"*) rm -rf -- "$testdir" ;; esac
+done
+# A soak cut off part-way (scripts/soak.sh) leaves its loop-mounted root.
+grep -o " $tmp/sandboxer\.[^ ]*/soak/root " /proc/mounts 2>/dev/null | while read -r mnt; do
+	echo "sweep.sh: unmounting $mnt, left by an interrupted soak" >&2
+	umount -l "$mnt" || true
+	rm -rf -- "${mnt%/soak/root}"
 done
