@@ -18,12 +18,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"net"
 	"net/netip"
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
@@ -62,6 +64,12 @@ var (
 // SandboxerProvider is the provider implementation.
 type SandboxerProvider struct {
 	version string
+
+	// configured is the last configuration's data: configured again (a
+	// test's next step, a long-lived server), the provider closes the
+	// connections of the one before.
+	mu         sync.Mutex
+	configured *providerData
 }
 
 // New returns a provider constructor for providerserver.
@@ -418,11 +426,29 @@ func (p *SandboxerProvider) Configure(ctx context.Context, req provider.Configur
 			resp.Diagnostics.AddAttributeError(path.Root("default_host"), "Unknown Default Host", err.Error())
 		}
 	}
+	p.replaceConfiguration(data)
 	resp.ResourceData = data
 	resp.DataSourceData = data
 	resp.ActionData = data
 	resp.ListResourceData = data
 	resp.EphemeralResourceData = data
+}
+
+// replaceConfiguration makes data the provider's configuration and closes
+// the SSH connections of the one before: nothing uses them any more.
+func (p *SandboxerProvider) replaceConfiguration(data *providerData) {
+	p.mu.Lock()
+	old := p.configured
+	p.configured = data
+	p.mu.Unlock()
+	if old == nil {
+		return
+	}
+	for _, h := range old.hosts {
+		if c, ok := h.Transport.(io.Closer); ok {
+			_ = c.Close() // a connection that would not close is gone anyway
+		}
+	}
 }
 
 func localHost(name, rootDir string) *hosts.Host {

@@ -1,0 +1,125 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/terraform-plugin-framework/provider"
+	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
+	"github.com/hashicorp/terraform-plugin-go/tftypes"
+
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/hosts"
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/testharness"
+)
+
+// providerConfigWith is a provider configuration with one host block,
+// host's attributes set and every other attribute null.
+func providerConfigWith(t *testing.T, p *SandboxerProvider, host map[string]string) tfsdk.Config {
+	t.Helper()
+	ctx := context.Background()
+	var sresp provider.SchemaResponse
+	p.Schema(ctx, provider.SchemaRequest{}, &sresp)
+	typ, ok := sresp.Schema.Type().TerraformType(ctx).(tftypes.Object)
+	if !ok {
+		t.Fatal("the provider schema is not an object")
+	}
+	vals := map[string]tftypes.Value{}
+	for name, at := range typ.AttributeTypes {
+		vals[name] = tftypes.NewValue(at, nil)
+	}
+	list, ok := typ.AttributeTypes["host"].(tftypes.List)
+	if !ok {
+		t.Fatal("host blocks are not a list")
+	}
+	obj, ok := list.ElementType.(tftypes.Object)
+	if !ok {
+		t.Fatal("a host block is not an object")
+	}
+	hv := map[string]tftypes.Value{}
+	for name, at := range obj.AttributeTypes {
+		hv[name] = tftypes.NewValue(at, nil)
+		if v, ok := host[name]; ok {
+			hv[name] = tftypes.NewValue(tftypes.String, v)
+		}
+	}
+	vals["host"] = tftypes.NewValue(list, []tftypes.Value{tftypes.NewValue(obj, hv)})
+	return tfsdk.Config{Schema: sresp.Schema, Raw: tftypes.NewValue(typ, vals)}
+}
+
+// connectionsTo counts this process's established TCP connections to
+// addr (/proc/net/tcp, matched to this process's sockets).
+func connectionsTo(t *testing.T, addr string) int {
+	t.Helper()
+	_, portText, err := net.SplitHostPort(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	port, _ := strconv.Atoi(portText)
+	mine := map[string]bool{}
+	fds, _ := filepath.Glob("/proc/self/fd/*") // the pattern is valid
+	for _, fd := range fds {
+		if link, err := os.Readlink(fd); err == nil && strings.HasPrefix(link, "socket:[") {
+			mine[strings.TrimSuffix(strings.TrimPrefix(link, "socket:["), "]")] = true
+		}
+	}
+	data, err := os.ReadFile("/proc/net/tcp")
+	if err != nil {
+		t.Skip("no /proc/net/tcp here")
+	}
+	n := 0
+	for _, line := range strings.Split(string(data), "\n")[1:] {
+		f := strings.Fields(line)
+		// remote address is "IP:PORT" in hex; state 01 is ESTABLISHED.
+		if len(f) > 9 && f[3] == "01" && strings.HasSuffix(f[2], fmt.Sprintf(":%04X", port)) && mine[f[9]] {
+			n++
+		}
+	}
+	return n
+}
+
+// A provider configured again closes the SSH connections of the
+// configuration before: nothing uses them any more, and they would stay
+// open (keepalives and all) for the life of the process.
+func TestConfiguredAgainClosesTheConnectionsBefore(t *testing.T) {
+	addr := testharness.Env(t, "SANDBOXER_TEST_SSH_ADDR")
+	p := &SandboxerProvider{version: "test"}
+	cfg := providerConfigWith(t, p, map[string]string{
+		"name": "h", "address": addr, "user": testharness.Env(t, "SANDBOXER_TEST_SSH_USER"),
+		"private_key_file": testharness.Env(t, "SANDBOXER_TEST_SSH_KEY"), "known_hosts_file": testharness.Env(t, "SANDBOXER_TEST_KNOWN_HOSTS"),
+		"root_dir": t.TempDir(),
+	})
+	configure := func() *providerData {
+		var resp provider.ConfigureResponse
+		p.Configure(t.Context(), provider.ConfigureRequest{Config: cfg}, &resp)
+		if resp.Diagnostics.HasError() {
+			t.Fatal(resp.Diagnostics)
+		}
+		data, ok := resp.ResourceData.(*providerData)
+		if !ok {
+			t.Fatalf("ResourceData is %T", resp.ResourceData)
+		}
+		return data
+	}
+	before := connectionsTo(t, addr)
+	first := configure()
+	if _, err := hosts.Output(t.Context(), first.hosts["h"], "true"); err != nil {
+		t.Fatal(err)
+	}
+	if n := connectionsTo(t, addr); n != before+1 {
+		t.Fatalf("%d connections to the host after a command, want %d", n, before+1)
+	}
+	second := configure()
+	if n := connectionsTo(t, addr); n != before {
+		t.Fatalf("%d connections to the host once configured again, want %d: the first configuration's stays open", n, before)
+	}
+	t.Cleanup(func() { p.replaceConfiguration(nil) })
+	if _, err := hosts.Output(t.Context(), second.hosts["h"], "true"); err != nil {
+		t.Fatal(err)
+	}
+}
