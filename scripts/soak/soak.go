@@ -155,6 +155,7 @@ provider "sandboxer" {
 }
 
 func (s *soak) run(d time.Duration) {
+	s.warm()
 	end := time.Now().Add(d)
 	for gen := 1; time.Now().Before(end); gen++ {
 		s.round(gen)
@@ -167,6 +168,22 @@ func (s *soak) run(d time.Duration) {
 	s.converge("final")
 	s.reap()
 	s.check("final")
+}
+
+// warm installs the checkpoint agent on the host (tens of megabytes, once
+// per host) with a snapshot of a sandbox made and destroyed before the
+// faults start: on a link a fault slows to kilobytes a second, that first
+// upload alone would outlast the run. (An upload over a slow link is
+// TestSlowLinkIsNotTakenForDead's.)
+func (s *soak) warm() {
+	slots := []slot{{present: true, snap: 1}}
+	_ = os.WriteFile(filepath.Join(s.dir, "main.tf"), []byte(config(s.provider(), s.repo, slots)), 0o600)
+	rc, out := s.terraform([]string{"apply", "-auto-approve", "-json", "-input=false"}, nil)
+	s.record(out)
+	if rc != 0 {
+		fmt.Printf("soak: warming up failed: %s\n", firstErrors(out))
+	}
+	s.write() // no slot: the warm-up's sandbox is destroyed by the first round
 }
 
 // round changes the configuration, applies it under a fault, heals, and
