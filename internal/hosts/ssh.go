@@ -640,11 +640,11 @@ func dialWithin(ctx context.Context, cfg SSHConfig) (*ssh.Client, []io.Closer, *
 	return ssh.NewClient(c, chans, reqs), closers, active, nil
 }
 
-// activeConn is a connection that notes when bytes last moved on it, either
-// way. keepAlive takes that, or the peer acknowledging data in flight, as
-// life: on a link a transfer saturates, a keepalive waits behind the data
-// queued ahead of it (megabytes: the channel's window) for longer than its
-// timeout, while the link is well.
+// activeConn is a connection that notes when bytes last moved on it, each
+// way. keepAlive takes the peer's bytes as life: on a link a transfer
+// saturates, a keepalive waits behind the data queued ahead of it
+// (megabytes: the channel's window) for longer than its timeout, while the
+// link is well.
 type activeConn struct {
 	net.Conn
 	read, wrote atomic.Int64 // unix nanoseconds of the last bytes each way
@@ -667,21 +667,24 @@ func (c *activeConn) Write(p []byte) (int, error) {
 }
 
 // aliveWithin reports whether the connection showed life within d: the
-// peer sent bytes, or acknowledged data in flight (TCP); or, on one that
-// wrote within busyLife times d (a transfer, whose data may still queue
-// ahead of the keepalive), the peer sent bytes within that long. A peer
-// taking a stream adjusts its window only every so many kilobytes it
-// consumed (OpenSSH: a megabyte), which on a slow link takes longer than d.
+// peer sent bytes; or, on one that wrote within busyLife times d (a
+// transfer, whose data may still queue ahead of the keepalive), the peer
+// sent bytes within that long. A peer taking a stream adjusts its window
+// only every so many kilobytes it consumed (OpenSSH: a megabyte), which on
+// a slow link takes longer than d. Only the peer's bytes count: a middle
+// box that takes data and drops it (TCP acknowledges it) is no sign of an
+// sshd.
 func (c *activeConn) aliveWithin(d time.Duration) bool {
 	since := func(t *atomic.Int64) time.Duration { return time.Since(time.Unix(0, t.Load())) }
 	busy := busyLife * d
-	return since(&c.read) < d || ackedWithin(c.Conn, d) || since(&c.wrote) < busy && since(&c.read) < busy
+	return since(&c.read) < d || since(&c.wrote) < busy && since(&c.read) < busy
 }
 
 // busyLife bounds, in keepalive timeouts, how long a connection that wrote
-// may go without a byte from its peer (2 minutes: a megabyte's window
-// adjustment on an 8 KB/s link).
-const busyLife = 6
+// may go without a byte from its peer (a minute: a megabyte's window
+// adjustment on a 17 KB/s link), and so how long a connection that died
+// during a transfer takes to be given up.
+const busyLife = 3
 
 func closeAll(cs []io.Closer) {
 	for i := len(cs) - 1; i >= 0; i-- {

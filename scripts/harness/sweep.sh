@@ -28,8 +28,11 @@ docker ps -a --filter label=com.docker.compose.project \
 	case "$testdir" in "$tmp/Test"*/*) ;; "$tmp/Test"*) rm -rf -- "$testdir" ;; esac
 done
 # A soak cut off part-way (scripts/soak.sh) leaves its loop-mounted root.
-grep -o " $tmp/sandboxer\.[^ ]*/soak/root " /proc/mounts 2>/dev/null | while read -r mnt; do
+{ grep -o " $tmp/sandboxer\.[^ ]*/soak/root " /proc/mounts 2>/dev/null || true; } | while read -r mnt; do
 	echo "sweep.sh: unmounting $mnt, left by an interrupted soak" >&2
 	umount -l "$mnt" || true
 	rm -rf -- "${mnt%/soak/root}"
 done
+# ... and its fault proxy and sshd, which hold their ports.
+pkill -f "toxiproxy-2.5.0/server -host 127.0.0.1 -port 8479" 2>/dev/null || true
+pkill -f "$tmp/sandboxer\\.[^ ]*/soak/sshd_config" 2>/dev/null || true

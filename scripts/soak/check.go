@@ -75,6 +75,9 @@ func (s *soak) check(when string) {
 			snapshots = append(snapshots, r.str("id"))
 		}
 	}
+	// The host's reaper, as its cron line runs it every minute: what a
+	// killed Terraform left unfinished goes once its deadline has passed.
+	s.reapNow()
 	records := s.records()
 	for id := range inState {
 		seen[id] = true
@@ -148,8 +151,7 @@ func (s *soak) inFlight(id string) (time.Time, bool) {
 }
 
 // reap waits for the deadlines of the creates still in flight and runs the
-// host's reaper, as its cron line would: what a killed Terraform left
-// unfinished is then gone.
+// host's reaper: what a killed Terraform left unfinished is then gone.
 func (s *soak) reap() {
 	var last time.Time
 	for id := range s.records() {
@@ -161,6 +163,11 @@ func (s *soak) reap() {
 		fmt.Printf("soak: waiting %s for abandoned creates' deadlines\n", wait.Round(time.Second))
 		time.Sleep(wait + time.Second)
 	}
+	s.reapNow()
+}
+
+// reapNow runs the host's reaper once.
+func (s *soak) reapNow() {
 	h := &hosts.Host{Transport: &hosts.Local{Name: "soak"}, RootDir: s.root, Local: true}
 	ids, err := backends.NewRegistry().Reap(context.Background(), h)
 	if err != nil {

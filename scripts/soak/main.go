@@ -51,6 +51,7 @@ func main() {
 	}()
 	s.run(time.Duration(o.minutes) * time.Minute)
 	s.report(os.Stdout)
+	s.close() // os.Exit runs no deferred call
 	if s.violations() > 0 {
 		os.Exit(1)
 	}

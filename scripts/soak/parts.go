@@ -193,6 +193,35 @@ func (t *toxiproxy) stop() {
 	}
 }
 
+// stopOrphanedContainerd ends the containerd a killed dockerd started and
+// left running (its parent now pid 1): a new dockerd starts its own and,
+// with the old one holding the socket, times out dialling it. The
+// containers' shims outlive it, as with a service manager restarting
+// both.
+func stopOrphanedContainerd() {
+	data, err := os.ReadFile("/var/run/docker/containerd/containerd.pid")
+	if err != nil {
+		return
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(data)))
+	st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if pid <= 0 || err != nil {
+		return
+	}
+	// stat: "pid (comm) state ppid ..."
+	fields := strings.Fields(string(st[strings.LastIndexByte(string(st), ')')+1:]))
+	if len(fields) < 2 || fields[1] != "1" {
+		return // its dockerd lives
+	}
+	_ = syscall.Kill(pid, syscall.SIGTERM)
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if syscall.Kill(pid, 0) != nil {
+			return
+		}
+	}
+	_ = syscall.Kill(pid, syscall.SIGKILL)
+}
+
 // dockerd is the harness's engine: killed with SIGKILL, and brought back
 // by the harness's own up.sh, as a service manager would.
 func killDockerd(harness string) error {
@@ -219,6 +248,7 @@ func restartDockerd(repoRoot, harness string) error {
 		time.Sleep(100 * time.Millisecond)
 	}
 	_ = os.Remove("/var/run/docker.pid")
+	stopOrphanedContainerd()
 	cmd := exec.Command("bash", filepath.Join(repoRoot, "scripts", "harness", "up.sh"))
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("up.sh: %w\n%s", err, out)
