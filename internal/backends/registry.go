@@ -189,6 +189,12 @@ func (r *Registry) create(ctx context.Context, ext Extension, req Request) (*San
 		return nil, err
 	}
 	sb.ID, sb.Host, sb.Profile, sb.Extension = req.ID, req.Host.Host(), req.Profile.Name, ext.Name()
+	if sb.Rules == nil {
+		// Every sandbox records the level it was created under, also one
+		// without a compose file to check (a workspace): it is what a
+		// refresh and an import read back.
+		sb.SetRules(req.Rules, Limits{})
+	}
 	if req.Metered != nil {
 		// In the first record: a create cut off, or whose cleanup fails,
 		// leaves a record that charges what remains when it is torn down.

@@ -172,7 +172,7 @@ func (l *Loaded) Isolate(opts IsolateOptions) ([]byte, error) {
 			if opts.FreePorts && len(svc.Ports) > 0 && !l.PortsFromExtends(name) {
 				setMapValue(node, "ports", freePorts(svc.Ports, opts.PublishAddress))
 			}
-			renderLimits(node, svc, opts.Rules, opts.DeployLimits)
+			renderLimits(node, svc, opts.Rules, opts.DeployLimits, formatAtLeast39(root))
 			if opts.Rules.Policy.Level.AtLeast(Restricted) {
 				harden(node, svc)
 			}

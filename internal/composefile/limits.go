@@ -1,10 +1,13 @@
 package composefile
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/compose-spec/compose-go/v2/types"
 	units "github.com/docker/go-units"
@@ -55,6 +58,10 @@ func own(svc types.ServiceConfig) Limits {
 			l.Pids = r.Pids
 		}
 	}
+	// compose-go holds cpus as float32 (0.1 reads 0.10000000149): as
+	// written. A negative limit (pids_limit: -1) is none.
+	l.CPUs = math.Round(l.CPUs*1e6) / 1e6
+	l.Memory, l.Pids = max(l.Memory, 0), max(l.Pids, 0)
 	return l
 }
 
@@ -134,7 +141,7 @@ func (l *Loaded) CheckLimits(r Rules) []error {
 // renderLimits writes what r adds to a service's node: compose's own keys,
 // which compose v1 and v2 both apply, or deploy.resources.limits for a
 // swarm stack, whose deploy ignores them.
-func renderLimits(node *yaml.Node, svc types.ServiceConfig, r Rules, underDeploy bool) {
+func renderLimits(node *yaml.Node, svc types.ServiceConfig, r Rules, underDeploy, pidsUnderDeploy bool) {
 	a := r.added(svc)
 	if a == (Limits{}) {
 		return
@@ -151,17 +158,32 @@ func renderLimits(node *yaml.Node, svc types.ServiceConfig, r Rules, underDeploy
 		}
 		return
 	}
+	// docker stack deploy's schema takes memory and cpus as strings, and
+	// pids from format 3.9 on.
 	deploy := child(node, "deploy")
 	limits := child(child(deploy, "resources"), "limits")
 	if a.Memory > 0 {
-		setMapValue(limits, "memory", plain(strconv.FormatInt(a.Memory, 10)))
+		setMapValue(limits, "memory", quoted(strconv.FormatInt(a.Memory, 10)))
 	}
 	if a.CPUs > 0 {
 		setMapValue(limits, "cpus", quoted(strconv.FormatFloat(a.CPUs, 'f', -1, 64)))
 	}
-	if a.Pids > 0 {
+	if a.Pids > 0 && pidsUnderDeploy {
 		setMapValue(limits, "pids", plain(strconv.FormatInt(a.Pids, 10)))
 	}
+}
+
+// formatAtLeast39 reports whether a file's `version` (none: the newest)
+// is compose file format 3.9 or later, whose deploy limits take pids.
+func formatAtLeast39(root *yaml.Node) bool {
+	v := mapValue(root, "version")
+	if v == nil {
+		return true
+	}
+	major, minor, _ := strings.Cut(strings.TrimSpace(v.Value), ".")
+	ma, err1 := strconv.Atoi(major)
+	mi, err2 := strconv.Atoi(cmp.Or(minor, "0"))
+	return err1 != nil || err2 != nil || ma > 3 || ma == 3 && mi >= 9
 }
 
 func plain(s string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Value: s} }

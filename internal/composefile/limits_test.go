@@ -89,7 +89,7 @@ func TestLimitsRendered(t *testing.T) {
 	if err := yaml.Unmarshal(out, &swarm); err != nil {
 		t.Fatal(err)
 	}
-	if p := swarm.Services["plain"]; p.MemLimit != nil || p.Deploy.Resources.Limits["memory"] != 268435456 || p.Deploy.Resources.Limits["cpus"] != "0.5" || p.Deploy.Resources.Limits["pids"] != 1024 {
+	if p := swarm.Services["plain"]; p.MemLimit != nil || p.Deploy.Resources.Limits["memory"] != "268435456" || p.Deploy.Resources.Limits["cpus"] != "0.5" || p.Deploy.Resources.Limits["pids"] != 1024 {
 		t.Errorf("a swarm rendering does not carry the limits under deploy:\n%s", out)
 	}
 	if o := swarm.Services["own"]; o.Deploy.Replicas != 2 || o.Deploy.Resources.Limits["memory"] != nil {

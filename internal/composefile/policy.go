@@ -1,14 +1,17 @@
 package composefile
 
 import (
+	"cmp"
 	"fmt"
 	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
+	"github.com/compose-spec/compose-go/v2/template"
 	"github.com/compose-spec/compose-go/v2/types"
 	"go.yaml.in/yaml/v3"
 )
@@ -94,7 +97,10 @@ var Controls = []Control{
 	{Baseline, "volumes_from", "`container:` of a container outside the sandbox"},
 	{Baseline, "networks.external, volumes.external, networks.driver", "external networks and volumes the host block's `allowed_external_networks` / `allowed_external_volumes` do not name; network drivers other than `bridge` and `overlay` (`host`, `macvlan`, `ipvlan` reach the host's interfaces)"},
 	{Baseline, "build, env_file, secrets/configs file, extends file, include", "a file or directory outside the repo"},
-	{Baseline, "(the repo)", "a symlink that points outside the repo"},
+	{Baseline, "use_api_socket, provider, models", "any: the Docker socket with the host's registry credentials, or a program run on the host"},
+	{Baseline, "build.network, build.privileged, build.entitlements, build.ssh, build.additional_contexts", "`host`, privileges, the host's SSH agent or keys, contexts outside the repo"},
+	{Baseline, "${VARIABLE} interpolation", "a variable the sandbox's env (or the repo's `.env`) does not set, and the SSH session's own (`HOME`, `PATH`, `SSH_AUTH_SOCK`, ...): compose on the host fills them from its environment"},
+	{Baseline, "(the repo)", "a symlink that points outside the repo (followed as the host follows it), or to an absolute path"},
 	{Restricted, "user", "no `user`, or root (`root`, `0`)"},
 	{Restricted, "cap_drop, cap_add", "`cap_drop` without `ALL` (added when the file sets no `cap_drop`); `cap_add` other than `NET_BIND_SERVICE`"},
 	{Restricted, "security_opt", "`no-new-privileges:false` (`no-new-privileges:true` added when the file does not set it)"},
@@ -128,8 +134,36 @@ func (l *Loaded) CheckPolicy(p Policy, repo string, onThisMachine bool) []error 
 	c.files()
 	if onThisMachine {
 		c.symlinks()
+		c.hostVariables()
 	}
 	return c.errs
+}
+
+// sessionVariables are set in every SSH session on a host, and compose
+// prefers its shell's environment to the .env: whatever the sandbox's env
+// says, these would take the host's values.
+var sessionVariables = []string{"HOME", "PATH", "PWD", "OLDPWD", "USER", "LOGNAME", "SHELL", "MAIL", "TMPDIR", "XDG_RUNTIME_DIR",
+	"SSH_AUTH_SOCK", "SSH_CONNECTION", "SSH_CLIENT", "SSH_TTY", "DOCKER_HOST", "DOCKER_CONFIG", "DOCKER_CERT_PATH", "DOCKER_CONTEXT"}
+
+// hostVariables refuses variables the compose file interpolates that the
+// sandbox's .env does not set, and the SSH session's own: the host's
+// compose takes them from its environment (a bind mount of ${HOME}, of
+// ${SSH_AUTH_SOCK}), which no check on this machine sees.
+func (c *policyCheck) hostVariables() {
+	var doc map[string]any
+	if yaml.Unmarshal(c.l.raw, &doc) != nil {
+		return // the loader read it; nothing to add
+	}
+	vars := template.ExtractVariables(doc, nil)
+	for _, name := range slices.Sorted(maps.Keys(vars)) {
+		_, set := c.l.Project.Environment[name]
+		switch {
+		case slices.Contains(sessionVariables, name):
+			c.refuse(nil, "variable %s is the host's own: compose on the host takes it from the SSH session's environment, whatever the sandbox's env says", name)
+		case !set:
+			c.refuse(nil, "variable %s is not set in the sandbox's env (or the repo's .env): compose on the host would take it from the host's environment", name)
+		}
+	}
 }
 
 type policyCheck struct {
@@ -192,8 +226,47 @@ func (c *policyCheck) service(name string, svc types.ServiceConfig) {
 			}
 		}
 	}
+	if svc.UseAPISocket {
+		c.refuse(at("use_api_socket"), "service %q: use_api_socket mounts the Docker socket and the host's registry credentials", name)
+	}
+	if svc.Provider != nil {
+		c.refuse(at("provider"), "service %q: provider %q runs a program on the host", name, svc.Provider.Type)
+	}
+	if len(svc.Models) > 0 {
+		c.refuse(at("models"), "service %q: models runs a model runner on the host", name)
+	}
+	if b := svc.Build; b != nil {
+		c.build(name, b)
+	}
 	if c.p.Level.AtLeast(Restricted) {
 		c.restricted(name, svc)
+	}
+}
+
+// build refuses what a build may ask of the host: its network, privileges,
+// its SSH agent and keys, and files outside the repo.
+func (c *policyCheck) build(name string, b *types.BuildConfig) {
+	keys := []string{"services", name, "build"}
+	switch {
+	case b.Network == "host":
+		c.refuse(keys, "service %q: build.network: host builds in the host's network namespace", name)
+	case strings.HasPrefix(b.Network, "container:"):
+		c.refuse(keys, "service %q: build.network: %s builds in a container outside the sandbox", name, b.Network)
+	}
+	if b.Privileged {
+		c.refuse(keys, "service %q: build.privileged builds with the host's devices and kernel", name)
+	}
+	if len(b.Entitlements) > 0 {
+		c.refuse(keys, "service %q: build.entitlements %s grant the build the host's privileges", name, strings.Join(b.Entitlements, ", "))
+	}
+	if len(b.SSH) > 0 {
+		c.refuse(keys, "service %q: build.ssh gives the build the host's SSH agent or keys", name)
+	}
+	for _, k := range slices.Sorted(maps.Keys(b.AdditionalContexts)) {
+		v := b.AdditionalContexts[k]
+		if !strings.Contains(v, "://") && !strings.HasPrefix(v, "docker-image:") && !strings.HasPrefix(v, "service:") && !Within(c.box.dir, v) {
+			c.refuse(keys, "service %q: build.additional_contexts %s is %s, outside %s", name, k, v, c.box.what)
+		}
 	}
 }
 
@@ -246,8 +319,10 @@ func (c *policyCheck) securityOpt(name string, opts []string) {
 			if v == "unconfined" {
 				c.refuse(keys, "service %q: security_opt %q unmasks the host's /proc and /sys paths", name, o)
 			}
+		case "disable":
+			c.refuse(keys, "service %q: security_opt %q disables SELinux labelling", name, o)
 		case "no-new-privileges":
-			if v == "false" && c.p.Level.AtLeast(Restricted) {
+			if on, err := strconv.ParseBool(cmp.Or(v, "true")); (err != nil || !on) && c.p.Level.AtLeast(Restricted) {
 				c.refuse(keys, "service %q: security_opt %q: the restricted policy requires no-new-privileges", name, o)
 			}
 		}
@@ -275,7 +350,7 @@ func (c *policyCheck) volume(name string, v types.ServiceVolumeConfig) {
 // Hardening adds cap_drop and no-new-privileges where the file is silent.
 func (c *policyCheck) restricted(name string, svc types.ServiceConfig) {
 	user, _, _ := strings.Cut(svc.User, ":")
-	if user == "" || user == "root" || user == "0" {
+	if uid, err := strconv.ParseInt(user, 10, 64); err == nil && uid == 0 || user == "" || user == "root" {
 		c.refuse([]string{"services", name, "user"}, "service %q: user %q: the restricted policy requires a non-root user (e.g. user: \"1000:1000\")", name, svc.User)
 	}
 	if len(svc.CapDrop) > 0 && !slices.ContainsFunc(svc.CapDrop, func(s string) bool { return normalCap(s) == "ALL" }) {
@@ -391,11 +466,14 @@ func (c *policyCheck) symlinks() {
 		if err != nil {
 			return nil //nolint:nilerr // as above
 		}
-		resolved := target
-		if !filepath.IsAbs(target) {
-			resolved = filepath.Join(filepath.Dir(p), target)
+		// Resolved as the host will (every link on the way followed: a
+		// link to "." beside one to "s/.." climbs out), and an absolute
+		// target names the host's own files, wherever it points here.
+		resolved, err := filepath.EvalSymlinks(p)
+		if err != nil {
+			resolved = filepath.Join(filepath.Dir(p), target) // dangling: as written
 		}
-		if !Within(c.box.dir, resolved) {
+		if filepath.IsAbs(target) || !Within(c.box.dir, resolved) {
 			rel, _ := filepath.Rel(c.box.dir, p)
 			c.errs = append(c.errs, fmt.Errorf("repo %s: symlink %s points to %s, outside the repo (refused by policy %q): "+
 				"the copy on the host keeps it a link, so a mount through it would reach the host's files", c.box.dir, rel, target, c.p.Level))

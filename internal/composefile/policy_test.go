@@ -74,8 +74,10 @@ secrets:
   key: {file: ../../id_rsa}
 `
 	l, repo := loadRepo(t, map[string]string{"compose.yaml": compose, "src/x": "x"})
-	if err := os.Symlink("/etc/passwd", filepath.Join(repo, "src", "passwd")); err != nil {
-		t.Fatal(err)
+	for link, target := range map[string]string{"src/passwd": "/etc/passwd", "s": ".", "a": "s/..", "src/inside": "x"} {
+		if err := os.Symlink(target, filepath.Join(repo, link)); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if errs := l.CheckPolicy(Policy{Level: Trusted}, repo, true); errs != nil {
 		t.Fatalf("trusted refused: %s", messages(errs))
@@ -111,12 +113,13 @@ secrets:
 		`network "outside" is external ("corp")`,
 		`secret "key": file`,
 		`symlink src/passwd points to /etc/passwd`,
+		`symlink a points to s/..`,
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("no finding %q in:\n%s", want, got)
 		}
 	}
-	for _, allowed := range []string{"CHOWN", "tcp_syncookies", "./src", "/src is outside", `volume "data"`} {
+	for _, allowed := range []string{"CHOWN", "tcp_syncookies", "./src", "/src is outside", `volume "data"`, "symlink s ", "src/inside"} {
 		if strings.Contains(got, allowed) {
 			t.Errorf("refused %q, which baseline allows:\n%s", allowed, got)
 		}
@@ -232,5 +235,68 @@ func TestLevels(t *testing.T) {
 	}
 	if Trusted.AtLeast(Baseline) || !Restricted.AtLeast(Baseline) || !Level("").AtLeast(Trusted) {
 		t.Error("AtLeast orders the levels wrongly")
+	}
+}
+
+// What compose adds beyond the Pod Security Standards is refused too: the
+// API socket and host programs, a build's host access, and variables the
+// host's own environment would fill in.
+func TestPolicyBaselineComposeAdditions(t *testing.T) {
+	l, repo := loadRepo(t, map[string]string{".env": "TAG=1\nHOME=/safe\n", "compose.yaml": `services:
+  sock:
+    image: busybox:${TAG}
+    use_api_socket: true
+    volumes: ["${HOME}/x:/h", "${SSH_AUTH_SOCK:-./a}:/agent", "${UNSET:-.}:/u"]
+  builder:
+    image: b
+    build:
+      context: .
+      network: host
+      privileged: true
+      ssh: [default]
+      additional_contexts: {etc: /etc}
+  sel:
+    image: busybox
+    security_opt: [disable]
+`, "Dockerfile": "FROM scratch\n"})
+	got := messages(l.CheckPolicy(Policy{Level: Baseline}, repo, true))
+	for _, want := range []string{
+		`use_api_socket mounts the Docker socket`,
+		`build.network: host`, `build.privileged`, `build.ssh`, `build.additional_contexts etc is /etc`,
+		`security_opt "disable" disables SELinux`,
+		`variable HOME is the host's own`, `variable SSH_AUTH_SOCK is the host's own`, `variable UNSET is not set`,
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("no finding %q in:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "variable TAG") {
+		t.Errorf("a variable the .env sets is refused:\n%s", got)
+	}
+}
+
+// Root and privilege escalation in the forms Docker accepts are refused
+// under restricted.
+func TestPolicyRestrictedParsesAsDockerDoes(t *testing.T) {
+	l, repo := loadRepo(t, map[string]string{"compose.yaml": `services:
+  zeros:
+    image: busybox
+    user: "00"
+    cap_drop: [ALL]
+  plus:
+    image: busybox
+    user: "+0:0"
+    cap_drop: [ALL]
+  nnp:
+    image: busybox
+    user: "1000"
+    cap_drop: [ALL]
+    security_opt: ["no-new-privileges:0"]
+`})
+	got := messages(l.CheckPolicy(Policy{Level: Restricted}, repo, true))
+	for _, want := range []string{`service "zeros": user "00"`, `service "plus": user "+0:0"`, `service "nnp": security_opt "no-new-privileges:0"`} {
+		if !strings.Contains(got, want) {
+			t.Errorf("no finding %q in:\n%s", want, got)
+		}
 	}
 }

@@ -202,3 +202,34 @@ resource "sandboxer_sandbox" "neighbour" {
 		}},
 	})
 }
+
+// A sandbox with no compose file (a workspace) on a host with a policy
+// keeps the level the plan gave it: created, refreshed and imported, the
+// plan stays empty.
+func TestAccSandbox_workspaceOnAPolicyHost(t *testing.T) {
+	testAccPreCheck(t)
+	h := accHost{rootDir: t.TempDir(), before: composeObjectsNow(t)}
+	config := harnessHostWith(t, h.rootDir, `    policy = "baseline"`) + `
+resource "sandboxer_sandbox" "ws" {
+  profile = "profile.workspace"
+  host    = "harness"
+}
+`
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProviders,
+		CheckDestroy:             h.checkNothingLeft(t),
+		Steps: []resource.TestStep{{
+			Config: config,
+			Check:  resource.TestCheckResourceAttr("sandboxer_sandbox.ws", "policy", "baseline"),
+		}, {
+			Config:       config,
+			ResourceName: "sandboxer_sandbox.ws",
+			ImportState:  true,
+			ImportStateIdFunc: func(s *terraform.State) (string, error) {
+				return "harness/" + s.RootModule().Resources["sandboxer_sandbox.ws"].Primary.ID, nil
+			},
+			ImportStateVerify:       true,
+			ImportStateVerifyIgnore: []string{"timeouts", "timings", "env", "inputs", "ttl", "host_labels", "labels"},
+		}},
+	})
+}
