@@ -313,19 +313,18 @@ func MakeDir(ctx context.Context, t Transport, dir, src, guard string) error {
 			err = copyDir(ctx, t, src, script+" && tar -x -f - --no-same-owner -C "+Quote(dir), &out)
 		}
 	}
-	if err != nil {
-		return err
+	// A framed outcome wins over the error: the script ended before it
+	// read its input (a large copy's tar), which the session reports as
+	// the input's copy failing.
+	if reply, perr := ParseReply(m, out.Bytes()); perr == nil {
+		switch reply.Result {
+		case dirExists:
+			return fmt.Errorf("%s: %w", dir, fs.ErrExist)
+		case guardMissing:
+			return fmt.Errorf("%s: not made, %s is gone: %w", dir, guard, fs.ErrNotExist)
+		}
 	}
-	reply, err := ParseReply(m, out.Bytes())
-	switch {
-	case err != nil:
-		return err
-	case reply.Result == dirExists:
-		return fmt.Errorf("%s: %w", dir, fs.ErrExist)
-	case reply.Result == guardMissing:
-		return fmt.Errorf("%s: not made, %s is gone: %w", dir, guard, fs.ErrNotExist)
-	}
-	return nil
+	return err
 }
 
 // smallTarMax bounds the tar of a local directory that MakeDir sends as a

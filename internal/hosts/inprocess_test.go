@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"os"
 	"os/exec"
@@ -811,5 +812,71 @@ func waitUntil(t *testing.T, cond func() bool) {
 			t.Fatal("timed out")
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// A large copy into a directory that exists is refused as fs.ErrExist,
+// though the command ends before it reads the tar on its input: nothing
+// of the directory is anyone's to remove.
+func TestMakeDirLargeCopyIntoAnExistingDirectory(t *testing.T) {
+	tr := startInProcessServer(t, nil).transport(t, 4)
+	src := t.TempDir()
+	if err := os.WriteFile(filepath.Join(src, "blob"), bytes.Repeat([]byte("x"), smallTarMax+1<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "theirs")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if err := MakeDir(t.Context(), tr, dir, src, ""); !errors.Is(err, fs.ErrExist) {
+			t.Fatalf("a large copy into an existing directory: %v, want fs.ErrExist", err)
+		}
+	}
+}
+
+// The session runners run a script only when it arrived whole (its
+// closing mark), and with no positional parameters of their own.
+func TestSessionRunnersRefuseACutScript(t *testing.T) {
+	marker := filepath.Join(t.TempDir(), "ran")
+	script := "echo \"$#\" > " + Quote(marker) + "\n"
+	mark := string(NewMark())
+	sent := script + "\n#" + mark
+	for name, runner := range map[string]string{"session": sessionScript, "with input": stdinScriptRunner} {
+		for _, cut := range []bool{true, false} {
+			_ = os.Remove(marker)
+			input := sent
+			if cut {
+				input = sent[:len(sent)-5]
+			}
+			cmd := exec.Command("sh", "-c", runner, "sh", strconv.Itoa(len(sent)), mark)
+			// Its watcher kills its process group when the input ends: a
+			// group of its own, and the input held open as a session's is
+			// (the runner with input reads it to its end).
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+			in, err := cmd.StdinPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var outBuf bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &outBuf, &outBuf
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			_, _ = io.WriteString(in, input)
+			if runner == stdinScriptRunner || cut {
+				_ = in.Close()
+			}
+			err = cmd.Wait()
+			_ = in.Close()
+			out := outBuf.Bytes()
+			got, rerr := os.ReadFile(marker)
+			switch {
+			case cut && (err == nil || rerr == nil):
+				t.Errorf("%s: a cut script ran (%v, %q): %s", name, err, got, out)
+			case !cut && (err != nil || strings.TrimSpace(string(got)) != "0"):
+				t.Errorf("%s: a whole script: %v, $# = %q: %s", name, err, got, out)
+			}
+		}
 	}
 }

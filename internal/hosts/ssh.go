@@ -388,25 +388,33 @@ func (s *SSH) Run(ctx context.Context, script string, stdin io.Reader, stdout io
 	// The login shell may be anything; run the script under sh explicitly.
 	// A script may hold content (a rendered compose file): it is never on
 	// the session's command line, which any user of the host can read.
-	cmd := Command("sh", "-c", sessionScript, "sh", strconv.Itoa(len(script)))
+	// The script ends with a mark the runner checks: a script cut short
+	// (the session gone mid-way) is never run.
+	mark := string(NewMark())
+	sent := script + "\n#" + mark
+	cmd := Command("sh", "-c", sessionScript, "sh", strconv.Itoa(len(sent)), mark)
+	var in io.WriteCloser
 	if stdin == nil {
 		// The script, then the input held open and unused, so that its end
 		// means the session ended: a watcher then kills the command with
 		// the session's process group, as in a shell (OpenSSH refuses
 		// signal requests).
-		in, err := session.StdinPipe()
-		if err != nil {
+		if in, err = session.StdinPipe(); err != nil {
 			return err
 		}
 		defer func() { _ = in.Close() }()
-		go func() { _, _ = io.WriteString(in, script) }() // fails only once the session has ended
 	} else {
 		// The script, then the command's input.
-		cmd = Command("sh", "-c", stdinScriptRunner, "sh", strconv.Itoa(len(script)))
-		session.Stdin = io.MultiReader(strings.NewReader(script), stdin)
+		cmd = Command("sh", "-c", stdinScriptRunner, "sh", strconv.Itoa(len(sent)), mark)
+		session.Stdin = io.MultiReader(strings.NewReader(sent), stdin)
 	}
 	if err := s.start(ctx, client, session, cmd); err != nil {
 		return err
+	}
+	if in != nil {
+		// Only once the command runs: a server may drop what a session
+		// receives before (Dropbear does).
+		go func() { _, _ = io.WriteString(in, sent) }() // fails only once the session has ended
 	}
 	done := make(chan error, 1)
 	go func() { done <- session.Wait() }()
@@ -435,15 +443,19 @@ func (s *SSH) Run(ctx context.Context, script string, stdin io.Reader, stdout io
 
 // sessionScript runs the script the session's input starts with (its
 // first $1 bytes, read by head, which reads no further: the client sends
-// nothing more) as a shell runs a command (shellScript), with one watcher
+// nothing more; they end with "#" and the mark $2, checked, so that a
+// script cut short is never run) as a shell runs a command (shellScript), with one watcher
 // on the rest of the input for its whole life. The "." keeps the script's
 // trailing newlines from the command substitution.
 const sessionScript = `exec 3<&0
-_sbx_s=$(head -c "$1"; echo .) || exit 125
+_sbx_s=$(head -c "$1"; echo .)
 _sbx_s=${_sbx_s%.}
+case $_sbx_s in *"
+#$2") ;; *) echo "sandboxer: the script arrived cut short" >&2; exit 125 ;; esac
+_sbx_s=${_sbx_s%"#$2"}
 { IFS= read -r _sbx_l; kill -s KILL 0; } <&3 &
 _sbx_w=$!
-( unset _sbx_l _sbx_w; eval "$_sbx_s" ) </dev/null 3<&-
+( unset _sbx_l _sbx_w; set --; eval "$_sbx_s" ) </dev/null 3<&-
 _sbx_r=$?
 kill "$_sbx_w" 2>/dev/null
 wait "$_sbx_w" 2>/dev/null
@@ -454,8 +466,12 @@ exit "$_sbx_r"`
 // the script a byte at a time, so that nothing of the command's input is
 // read with it (head may read ahead: busybox's does); the scripts with
 // input are short, their content on the input.
-const stdinScriptRunner = `_sbx_s=$(dd bs=1 count="$1" 2>/dev/null; echo .) || exit 125
+const stdinScriptRunner = `_sbx_s=$(dd bs=1 count="$1" 2>/dev/null; echo .)
 _sbx_s=${_sbx_s%.}
+case $_sbx_s in *"
+#$2") ;; *) echo "sandboxer: the script arrived cut short" >&2; exit 125 ;; esac
+_sbx_s=${_sbx_s%"#$2"}
+set --
 eval "$_sbx_s"`
 
 // acquire takes a session token (see SSH.sem): a free one, else an idle
