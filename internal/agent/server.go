@@ -118,11 +118,14 @@ func gone(done chan struct{}) {
 	}
 }
 
+// RequestEnv carries a request in the agent's environment.
+const RequestEnv = "SANDBOXER_AGENT_REQUEST"
+
 // Main runs one agent operation and returns the process exit code.
 //
 // The request comes one of two ways. As a JSON line on stdin, which the
 // client then holds open for as long as it waits: EOF means it went away.
-// Or in the environment (RequestEnv, which every user of the host cannot
+// Or in the environment (RequestEnv, which other users of the host cannot
 // read, as they can a command line), the way a client runs the agent in a
 // host's shell (see hosts.shell), where stdin is /dev/null: the agent then
 // leaves the shell's process group, which the shell kills when its session
@@ -130,9 +133,6 @@ func gone(done chan struct{}) {
 // the client going. import-objects takes its request there because stdin
 // carries the data, and is never told the client went. (args[1] is taken
 // too, as the environment's value.)
-// RequestEnv carries a request in the agent's environment.
-const RequestEnv = "SANDBOXER_AGENT_REQUEST"
-
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if v, ok := os.LookupEnv(RequestEnv); ok && len(args) == 1 {
 		_ = os.Unsetenv(RequestEnv) // not for the processes it starts

@@ -169,14 +169,16 @@ func inWorkspace(sb *backends.Sandbox, compose []string, args ...string) string 
 }
 
 // maxRenderedInScript is the largest rendering carried in the command that
-// runs `compose up`: a command's argument is bounded (Linux: 128 KiB).
+// runs `compose up` (a larger one is written as a file of its own first):
+// a script reaches the host on a shell's or a session's input, never on a
+// command line, but a shell reads it a byte at a time.
 const maxRenderedInScript = 64 << 10
 
 // writeRenderedScript writes the rendered compose file; its content is in
 // the script itself (a few KiB), so the command that writes it is the one
 // that runs `compose up`. Only for a rendering of the file as written,
-// which holds no value of the .env: a command line is visible to every
-// user of the host.
+// which holds no value of the .env (an interpolated one is written like
+// the .env, 0600).
 func writeRenderedScript(sb *backends.Sandbox, rendered []byte) string {
 	file := hosts.Quote(sb.WorkspaceDir + "/" + backends.RenderedFile(sb.ComposeFile))
 	return fmt.Sprintf("printf '%%s' %s > %s.tmp.$$ && mv -f -- %[2]s.tmp.$$ %[2]s || exit 1\n", hosts.Quote(string(rendered)), file)
