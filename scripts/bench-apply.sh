@@ -85,6 +85,13 @@
 #        host docker compose -p PROJECT exec -T app true`       goal <= 1.2x
 #        (needs Terraform >= 1.14: TERRAFORM=...; skipped, saying so,
 #        with an older one)
+#  26-31. across a network: the rows of scripts/lib/bench-network.sh,
+#        through a latency proxy at RTTs of 0, 10 and 50 ms: apply, plan
+#        and destroy of N vs the docker provider's docker_compose (goal
+#        <= 0.7x), vs docker compose by hand over DOCKER_HOST=ssh://
+#        (<= 0.8x), the network cost of the apply (<= 10 round trips) and
+#        the round trips per sandbox of a create, a refresh and a destroy
+#        (<= 2 each)
 #
 # Medians of SANDBOXER_BENCH_RUNS (3) runs, each side timed in turn, so load
 # on the host weighs on all of them alike. Prints a table and exits 1 when a
@@ -98,13 +105,14 @@
 #   SANDBOXER_BENCH_ROWS=volume bash scripts/bench-apply.sh       # rows 9-12 only
 #   SANDBOXER_BENCH_ROWS=tunnel bash scripts/bench-apply.sh       # rows 13-14 only
 #   SANDBOXER_BENCH_ROWS=daytwo TERRAFORM=/path/to/terraform-1.16 bash scripts/bench-apply.sh  # rows 23-25 only
+#   SANDBOXER_BENCH_ROWS=network bash scripts/bench-apply.sh      # rows 26-31 only
 #   SANDBOXER_BENCH_USER=sandboxer-ci bash scripts/bench-apply.sh # as a user with a light login shell
 #
 # Settings: SANDBOXER_BENCH_ROWS (a comma-separated list of: apply = 1, 2, 4
 # and 4b through the sshd with sftp-server; sshd = 1, 2 and 4 through both
 # sshds, and 2b; plan = 3, 3b and 4; checkpoint = 5-8; checkpoint-restic =
 # 15-18; volume = 9-12; volume-restic = 19-22; restic = 15-22; tunnel =
-# 13-14; daytwo = 23-25; default all), SANDBOXER_BENCH_N, _M, _L, _RUNS, SANDBOXER_BENCH_CK_FILES,
+# 13-14; daytwo = 23-25; network = 26-31; default all), SANDBOXER_BENCH_N, _M, _L, _RUNS, SANDBOXER_BENCH_CK_FILES,
 # _CK_MIB, _VOL_FILES, _VOL_MIB, _TUN_MIB, _TUN_CONNS, SANDBOXER_BENCH_COMPOSE
 # (the compose command on every side; default `docker compose`, v2, as on
 # users' hosts), SANDBOXER_BENCH_SSH_PORT (the benchmark's sshd with
@@ -116,7 +124,9 @@
 # provider log at DEBUG, with every host command and its duration, goes
 # there; slower), SANDBOXER_BENCH_SETTLE (seconds the checkpoint and volume
 # rows wait after the last cleanup of a run of this benchmark, default 360:
-# see "Deletions and this disk" in docs/benchmarks.md). Needs the harness: scripts/harness/install.sh (restic
+# see "Deletions and this disk" in docs/benchmarks.md), SANDBOXER_BENCH_RTTS,
+# SANDBOXER_BENCH_PEER and SANDBOXER_BENCH_TOXIPROXY_PORT (the network rows:
+# scripts/lib/bench-network.sh). Needs the harness: scripts/harness/install.sh (restic
 # comes from it) and up.sh, as root.
 
 # The `sh -c` scripts below take their arguments as $1, $2...
@@ -132,7 +142,7 @@ L="${SANDBOXER_BENCH_L:-200}"
 RUNS="${SANDBOXER_BENCH_RUNS:-3}"
 COMPOSE="${SANDBOXER_BENCH_COMPOSE:-docker compose}"
 PORT="${SANDBOXER_BENCH_SSH_PORT:-2298}"
-ROWS="${SANDBOXER_BENCH_ROWS:-apply,sshd,plan,checkpoint,volume,restic,tunnel,daytwo}"
+ROWS="${SANDBOXER_BENCH_ROWS:-apply,sshd,plan,checkpoint,volume,restic,tunnel,daytwo,network}"
 case ",$ROWS," in *,restic,*) ROWS="$ROWS,checkpoint-restic,volume-restic" ;; esac
 want() { case ",$ROWS," in *",$1,"*) return 0 ;; esac; return 1; }
 
@@ -730,6 +740,13 @@ d2=""
 floor_down
 fi
 
+# ---------------------------------------------------------------- 26-31: across a network
+if want network; then
+	# shellcheck source=scripts/lib/bench-network.sh
+	. "$REPO_ROOT/scripts/lib/bench-network.sh"
+	network_measure
+fi
+
 finish_runs
 
 # ---------------------------------------------------------------- report
@@ -794,4 +811,5 @@ if want daytwo; then
 		row "sandboxer_exec of true: apply -invoke (${med[d2_invoke]} s) minus a no-op invoke (${med[d2_noop]} s) vs ssh host $COMPOSE exec -T app true" "${med[d2_exec]}" "${med[d2_hand]}" 1.2
 	fi
 fi
+if want network; then network_report; fi
 exit "$bench_missed"

@@ -37,15 +37,12 @@ devprovider_setup
 HARNESS="${SANDBOXER_HARNESS_DIR:-$HOME/.cache/sandboxer-harness}"
 bash "$REPO_ROOT/scripts/harness/up.sh" >/dev/null
 
-TOXI_DIR="${SANDBOXER_TOOLS_DIR:-$HOME/.cache/sandboxer-tools}/toxiproxy-2.5.0"
-if [ ! -x "$TOXI_DIR/server" ]; then
-	devprovider_log "Building toxiproxy v2.5.0 into $TOXI_DIR ..."
-	mkdir -p "$TOXI_DIR"
-	(cd / && GOBIN="$TOXI_DIR" GOFLAGS= go install github.com/Shopify/toxiproxy/v2/cmd/server@v2.5.0)
-fi
+# shellcheck source=lib/toxiproxy.sh
+. "$(dirname "$0")/lib/toxiproxy.sh"
+toxiproxy="$(toxiproxy_server)"
 
 WORK="$(devprovider_tmpdir soak)"
 (cd "$REPO_ROOT" && go build -o "$WORK/soak" ./scripts/soak)
 "$WORK/soak" -minutes "$minutes" -seed "$seed" -slots "$slots" -terraform "$TERRAFORM" \
-	-cli-config "$TF_CLI_CONFIG_FILE" -work "$WORK" -toxiproxy "$TOXI_DIR/server" \
+	-cli-config "$TF_CLI_CONFIG_FILE" -work "$WORK" -toxiproxy "$toxiproxy" \
 	-harness "$HARNESS" -repo-root "$REPO_ROOT"

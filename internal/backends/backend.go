@@ -355,11 +355,25 @@ type Extension interface {
 	Teardown(ctx context.Context, h *hosts.Host, sb *Sandbox) error
 }
 
+// Finisher is an Extension whose teardown can end with the registry's own
+// last step, then: its last host command runs then (a script without
+// content) only when all before it succeeded, so a destroy costs one
+// round trip after the record's read. Teardown is TeardownThen with no
+// then.
+type Finisher interface {
+	TeardownThen(ctx context.Context, h *hosts.Host, sb *Sandbox, then string) error
+}
+
 // Step is one step of a create, run in a workspace that exists and is
 // recorded; Run may complete the record Prepare returned.
 type Step struct {
 	Name string // for the log
 	Run  func(ctx context.Context) error
+	// RunWith, when set, runs the step instead of Run, taking the host
+	// work the create has pending (its record, its workspace): it runs
+	// that first, in its first host command (Pending.Take), or leaves it
+	// pending for the next step. A step with Run finds it done.
+	RunWith func(ctx context.Context, pending *Pending) error
 	// WhileFilling: the step needs the workspace's files but not the
 	// volumes', so it may run while Request.FillVolumes does.
 	WhileFilling bool

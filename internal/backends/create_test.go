@@ -37,6 +37,22 @@ func (e *stepsExtension) Teardown(ctx context.Context, h *hosts.Host, sb *backen
 
 func exists(path string) bool { _, err := os.Stat(path); return err == nil }
 
+// plant makes an empty file at rel below root (ID in it replaced by id),
+// before a create: what the create must not overwrite.
+func plant(t *testing.T, root, rel, id string) {
+	t.Helper()
+	if rel == "" {
+		return
+	}
+	p := filepath.Join(root, strings.ReplaceAll(rel, "ID", id))
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // The rules of every create, whatever its extension: the record is written
 // before anything is made, and a create that cannot write it makes
 // nothing; a workspace directory that exists already is someone else's and
@@ -64,15 +80,7 @@ func TestCreateRecordsFirstAndCleansUp(t *testing.T) {
 			h, id := testharness.LocalHost(t), backends.NewID()
 			record := filepath.Join(h.RootDir, ".sandboxer", "sandboxes", id+".json")
 			ws := filepath.Join(h.RootDir, backends.DirWorkspaceName(id))
-			if c.plant != "" {
-				p := filepath.Join(h.RootDir, strings.ReplaceAll(c.plant, "ID", id))
-				if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(p, nil, 0o600); err != nil {
-					t.Fatal(err)
-				}
-			}
+			plant(t, h.RootDir, c.plant, id)
 			var seen []bool
 			ext := &stepsExtension{DirWorkspace: backends.DirWorkspace{Ext: "ext.steps"}, teardownErr: c.teardownErr, steps: []backends.Step{
 				{Name: "look", Run: func(context.Context) error { seen = append(seen, exists(record), exists(ws)); return nil }},

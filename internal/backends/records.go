@@ -22,12 +22,13 @@ func recordPath(h *hosts.Host, id string) string {
 // workspace_base, outside the root directory.
 const vmPackerExtension = "ext.vm-packer"
 
+// writeRecord writes sb's record by a command of its own, in one of the
+// connection's shells (one round trip), even while the shells are busy
+// and the sftp channel idle: a write there costs four.
 func writeRecord(ctx context.Context, h *hosts.Host, sb *Sandbox) error {
-	data, err := json.MarshalIndent(sb, "", "  ")
-	if err != nil {
-		return err
-	}
-	return hosts.WriteFile(ctx, h, recordPath(h, sb.ID), append(data, '\n'), 0o600)
+	p := &Pending{h: h}
+	p.addRecord(sb)
+	return p.Flush(ctx)
 }
 
 // readRecord reads a record and refuses one that is not trustworthy (see
@@ -128,6 +129,12 @@ func workspaceAllowed(ws, root, id string, vmPacker bool) error {
 // beside it (hosts.Upload writes through <record>.tmp.<random>, removed
 // only when the write ends: a connection lost midway leaves it).
 func removeRecord(ctx context.Context, h *hosts.Host, id string) error {
+	return h.Run(ctx, removeRecordScript(h, id), nil, nil)
+}
+
+// removeRecordScript removes record id and what a write of it cut off
+// left (its temporary files).
+func removeRecordScript(h *hosts.Host, id string) string {
 	p := hosts.Quote(recordPath(h, id))
-	return h.Run(ctx, "rm -f -- "+p+"; rm -rf -- "+p+".tmp.*", nil, nil)
+	return "rm -f -- " + p + "; rm -rf -- " + p + ".tmp.*"
 }

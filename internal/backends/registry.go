@@ -223,21 +223,39 @@ func (r *Registry) create(ctx context.Context, ext Extension, req Request) (*San
 		}
 		return nil, cause
 	}
+	if req.TTL > 0 {
+		exp := sb.CreatedAt.Add(req.TTL)
+		sb.ExpiresAt, sb.TTL = &exp, req.TTLText
+	}
+	sb.SetOnExpiry(req.OnExpiry)
 	took := startTimings(r.now())
 	dropRecord := func(ctx context.Context) error { return removeRecord(ctx, req.Host, sb.ID) }
 	tearDown := func(ctx context.Context) error { return r.teardown(ctx, ext, req.Host, sb) }
-	if err := writeRecord(ctx, req.Host, sb); err != nil {
-		return cleanUp(err, dropRecord) // nothing is made; a record written in part goes
+	// The record, then the workspace, are pending until the first step
+	// that takes them runs them in its own command (Pending): one round
+	// trip for all of it. A workspace that cannot travel in a command (a
+	// restore, a large repo) is made now, by itself.
+	pending := &Pending{h: req.Host}
+	pending.addRecord(sb)
+	if !pending.addWorkspace(req, sb) {
+		if err := pending.Flush(ctx); err != nil {
+			return cleanUp(err, dropRecord) // nothing is made; a record written in part goes
+		}
+		tflog.Debug(ctx, "create: record written")
+		if err := makeWorkspace(ctx, req, sb); errors.Is(err, ErrWorkspaceExists) {
+			return cleanUp(err, dropRecord) // not this sandbox's: nothing of it is removed
+		} else if err != nil {
+			return cleanUp(err, tearDown)
+		}
+		tflog.Debug(ctx, "create: workspace made")
 	}
-	tflog.Debug(ctx, "create: record written")
-	if err := makeWorkspace(ctx, req, sb); errors.Is(err, ErrWorkspaceExists) {
-		return cleanUp(err, dropRecord) // not this sandbox's: nothing of it is removed
-	} else if err != nil {
-		return cleanUp(err, tearDown)
-	}
+	// Made by the command that takes the pending work, the copy's time is
+	// in that step's phase: copy says 0.
 	took.done(TimingCopy, r.now())
-	tflog.Debug(ctx, "create: workspace made")
 	filled, settled := fillVolumes(ctx, req, sb)
+	// recorded says the record on the host holds what the steps learned:
+	// the last step wrote it, in its command (taking it pending).
+	recorded := false
 	for _, step := range steps {
 		if !step.WhileFilling {
 			if err := filled(); err != nil {
@@ -245,24 +263,37 @@ func (r *Registry) create(ctx context.Context, ext Extension, req Request) (*San
 			}
 		}
 		tflog.Debug(ctx, "create: step", map[string]any{"step": step.Name})
-		if err := step.Run(ctx); err != nil {
+		var err error
+		if step.RunWith != nil {
+			wasPending := !pending.Empty()
+			err = step.RunWith(ctx, pending)
+			recorded = wasPending && pending.Empty()
+		} else {
+			if err = pending.Flush(ctx); err == nil {
+				err = step.Run(ctx)
+			}
+			recorded = false
+		}
+		if errors.Is(err, ErrWorkspaceExists) {
+			return cleanUp(err, dropRecord) // not this sandbox's: nothing of it is removed
+		} else if err != nil {
 			// The fill ends first: the teardown removes the volumes it writes.
 			return cleanUp(errors.Join(err, filled(), settled()), tearDown)
 		}
 		took.done(step.Timing, r.now())
 	}
-	if err := errors.Join(filled(), settled()); err != nil {
+	// Pending still when no step took it (a workspace has no steps): done
+	// now, after the steps, its record says all they learned.
+	recorded = recorded || !pending.Empty()
+	if err := errors.Join(pending.Flush(ctx), filled(), settled()); err != nil {
 		return cleanUp(err, tearDown)
 	}
-	if req.TTL > 0 {
-		exp := sb.CreatedAt.Add(req.TTL)
-		sb.ExpiresAt, sb.TTL = &exp, req.TTLText
-	}
-	sb.SetOnExpiry(req.OnExpiry)
 	// Written again with what the steps learned, so a sandbox interrupted
-	// while waiting is recorded as it is.
-	if err := writeRecord(ctx, req.Host, sb); err != nil {
-		return cleanUp(err, tearDown)
+	// while waiting is recorded as it is, unless it was by then.
+	if !recorded {
+		if err := writeRecord(ctx, req.Host, sb); err != nil {
+			return cleanUp(err, tearDown)
+		}
 	}
 	took.done("", r.now())
 	tflog.Debug(ctx, "create: waiting until ready")
@@ -332,10 +363,17 @@ func (r *Registry) Destroy(ctx context.Context, h *hosts.Host, id string) error 
 
 func (r *Registry) teardown(ctx context.Context, ext Extension, h *hosts.Host, sb *Sandbox) error {
 	defer r.invalidateReads(ctx, h)
+	metered := sb.HourlyPriceUSD > 0 && r.ledger != nil
+	if f, ok := ext.(Finisher); ok && !metered {
+		// The record goes in the teardown's last command, once all else
+		// went: one round trip less. (A metered sandbox's record stays
+		// until its cost is debited.)
+		return f.TeardownThen(ctx, h, sb, removeRecordScript(h, sb.ID))
+	}
 	if err := ext.Teardown(ctx, h, sb); err != nil {
 		return err
 	}
-	if sb.HourlyPriceUSD > 0 && r.ledger != nil {
+	if metered {
 		lifetime := r.now().Sub(sb.CreatedAt)
 		if err := r.ledger.Debit(sb.ID, sb.Profile, metering.Quote(sb.HourlyPriceUSD, lifetime), lifetime); err != nil {
 			return fmt.Errorf("sandbox %s is gone, but debiting its cost failed (the record is kept so a retry can charge it): %w", sb.ID, err)

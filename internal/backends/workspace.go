@@ -109,18 +109,31 @@ func makeWorkspace(ctx context.Context, req Request, sb *Sandbox) error {
 // pwd -P that the parent has no symlink in it: a path swapped for a symlink
 // between check and removal still cannot send rm -rf anywhere else.
 func RemoveWorkspace(ctx context.Context, h *hosts.Host, ws, name string) error {
+	script, err := RemoveWorkspaceScript(h, ws, name)
+	if err != nil || script == "" {
+		return err
+	}
+	if err := h.Run(ctx, script, nil, nil); err != nil {
+		return fmt.Errorf("unable to remove workspace %s: %w", ws, err)
+	}
+	return nil
+}
+
+// RemoveWorkspaceScript is RemoveWorkspace's command, for a command of the
+// caller's (as a subshell: it exits); empty when there is no workspace.
+func RemoveWorkspaceScript(h *hosts.Host, ws, name string) (string, error) {
 	if ws == "" {
-		return nil
+		return "", nil
 	}
 	id, vmPacker := name, false
 	if rest, ok := strings.CutPrefix(name, "sbx-"); ok {
 		id, vmPacker = rest, true
 	}
 	if err := CheckID(name); err != nil || path.Base(ws) != name {
-		return fmt.Errorf("refusing to remove %s: a workspace of sandbox %s must end in /%s", ws, id, name)
+		return "", fmt.Errorf("refusing to remove %s: a workspace of sandbox %s must end in /%s", ws, id, name)
 	}
 	if err := workspaceAllowed(ws, "", id, vmPacker); err != nil {
-		return fmt.Errorf("refusing to remove %s: %w", ws, err)
+		return "", fmt.Errorf("refusing to remove %s: %w", ws, err)
 	}
 	outside := "false"
 	if vmPacker {
@@ -140,10 +153,7 @@ case "$here/" in
 	;;
 esac
 rm -rf -- ./%[3]s`, hosts.Quote(h.RootDir), hosts.Quote(path.Dir(ws)), hosts.Quote(name), outside)
-	if err := h.Run(ctx, script, nil, nil); err != nil {
-		return fmt.Errorf("unable to remove workspace %s: %w", ws, err)
-	}
-	return nil
+	return script, nil
 }
 
 var envNamePattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)

@@ -262,8 +262,11 @@ func uploadShell(ctx context.Context, t Transport, path string, r io.Reader, mod
 }
 
 // writeScript replaces path with what fill prints, as uploadShell says.
+// It is a subshell (its umask and trap are its own) whose steps are
+// chained with &&, not under set -e, which a shell ignores in a command
+// on the left of || (as a caller's `writeScript || exit $?` is).
 func writeScript(path, fill string, mode os.FileMode) string {
-	return fmt.Sprintf(`set -e; umask 077; mkdir -p -- "$(dirname -- %[1]s)"; t=%[2]s.$$; trap 'rm -f -- "$t"' EXIT; %[4]s > "$t"; chmod %[3]o "$t"; mv -f -- "$t" %[1]s; trap - EXIT`,
+	return fmt.Sprintf(`(umask 077 && mkdir -p -- "$(dirname -- %[1]s)" && t=%[2]s.$$ && trap 'rm -f -- "$t"' EXIT && %[4]s > "$t" && chmod %[3]o "$t" && mv -f -- "$t" %[1]s && trap - EXIT)`,
 		Quote(path), Quote(path+".tmp"), mode.Perm(), fill)
 }
 
@@ -280,19 +283,13 @@ const (
 // guard file, dir is made only while that file exists (fs.ErrNotExist).
 func MakeDir(ctx context.Context, t Transport, dir, src, guard string) error {
 	m := NewMark()
-	script := fmt.Sprintf("if [ -e %[1]s ] || [ -L %[1]s ]; then %[2]s; fi; mkdir -- %[1]s", Quote(dir), m.Result(dirExists))
-	if guard != "" {
-		script = fmt.Sprintf("[ -f %s ] || %s; ", Quote(guard), m.Result(guardMissing)) + script
-	}
+	script := makeDirScript(m, dir, guard)
 	var out bytes.Buffer
 	err := errNotRun
 	tarball, small := smallTar(src, t)
-	if small && len(tarball) <= inlineMax {
+	if filled, ok := makeDirInline(m, dir, guard, src, tarball, small); ok && src != "" {
 		// Held by the command that makes dir (printData): one round trip
-		// in a shell instead of three, and no file on the host. (A tar is
-		// mostly runs of NULs, two bytes each in printData: the command
-		// fits a shell's request; one that does not is declined, errNotRun.)
-		filled := script + " && cd -- " + Quote(dir) + " && " + printData(tarball) + " | tar -x -f - --no-same-owner"
+		// in a shell instead of three, and no file on the host.
 		what := "making " + dir + " with a copy of " + src
 		start := time.Now()
 		err = withoutContent(what, runPrivately(ctx, t, filled, &out))
@@ -317,14 +314,108 @@ func MakeDir(ctx context.Context, t Transport, dir, src, guard string) error {
 	// read its input (a large copy's tar), which the session reports as
 	// the input's copy failing.
 	if reply, perr := ParseReply(m, out.Bytes()); perr == nil {
-		switch reply.Result {
-		case dirExists:
-			return fmt.Errorf("%s: %w", dir, fs.ErrExist)
-		case guardMissing:
-			return fmt.Errorf("%s: not made, %s is gone: %w", dir, guard, fs.ErrNotExist)
+		if oerr := MakeDirOutcome(dir, guard, reply.Result); oerr != nil {
+			return oerr
 		}
 	}
 	return err
+}
+
+// makeDirScript makes dir, answering m's results dirExists or guardMissing.
+func makeDirScript(m Mark, dir, guard string) string {
+	script := fmt.Sprintf("if [ -e %[1]s ] || [ -L %[1]s ]; then %[2]s; fi; mkdir -- %[1]s", Quote(dir), m.Result(dirExists))
+	if guard != "" {
+		script = fmt.Sprintf("[ -f %s ] || %s; ", Quote(guard), m.Result(guardMissing)) + script
+	}
+	return script
+}
+
+// MakeDirInline is MakeDir's work as a script for a command of the
+// caller's, built around its mark (answering with m's results, read by
+// MakeDirOutcome), the copy of src held in it (printData): ok is false
+// when src is too large to travel so (more than inlineMax bytes of tar)
+// or unreadable, and MakeDir must do it. The script holds content: run it
+// where no one else reads it (AskPrivately).
+func MakeDirInline(t Transport, dir, src, guard string) (script func(m Mark) string, ok bool) {
+	tarball, small := smallTar(src, t)
+	if _, ok := makeDirInline("", dir, guard, src, tarball, small); !ok {
+		return nil, false
+	}
+	return func(m Mark) string {
+		s, _ := makeDirInline(m, dir, guard, src, tarball, small)
+		return s
+	}, true
+}
+
+// makeDirInline is MakeDirInline with src's tar made (smallTar).
+func makeDirInline(m Mark, dir, guard, src string, tarball []byte, small bool) (string, bool) {
+	script := makeDirScript(m, dir, guard)
+	if src == "" {
+		return script, true
+	}
+	if !small || len(tarball) > inlineMax {
+		return "", false
+	}
+	// (A tar is mostly runs of NULs, two bytes each in printData: the
+	// command fits a shell's request.)
+	return script + " && cd -- " + Quote(dir) + " && " + printData(tarball) + " | tar -x -f - --no-same-owner", true
+}
+
+// MakeDirOutcome is MakeDir's error for a result its script answered
+// (fs.ErrExist, fs.ErrNotExist), nil for any other.
+func MakeDirOutcome(dir, guard, result string) error {
+	switch result {
+	case dirExists:
+		return fmt.Errorf("%s: %w", dir, fs.ErrExist)
+	case guardMissing:
+		return fmt.Errorf("%s: not made, %s is gone: %w", dir, guard, fs.ErrNotExist)
+	}
+	return nil
+}
+
+// WriteScript is a script replacing path with data, held in it
+// (printData), as WriteFile does, for a command of the caller's: run it
+// where no one else reads it (AskPrivately).
+func WriteScript(path string, data []byte, mode os.FileMode) string {
+	return inlineWrite(path, data, mode)
+}
+
+// transportRun runs script on t's transport itself: a Host's Run would log
+// the script.
+func transportRun(ctx context.Context, t Transport, script string, stdout io.Writer) error {
+	for {
+		h, ok := t.(*Host)
+		if !ok || h.Transport == nil {
+			break
+		}
+		t = h.Transport
+	}
+	return t.Run(ctx, script, nil, stdout)
+}
+
+// AskPrivately is Ask for a script that holds content (WriteScript,
+// MakeDirInline): it runs where no other user of the host reads it (a
+// shell of the connection, or a session's input), and neither the log
+// nor an error quotes it: both name it by what. Unlike Ask, a failed
+// command's reply holds what it answered before it failed.
+func AskPrivately(ctx context.Context, t Transport, what string, script func(m Mark) string) (Reply, error) {
+	m := NewMark()
+	s := script(m)
+	var out bytes.Buffer
+	start := time.Now()
+	err := runPrivately(ctx, t, s, &out)
+	if errors.Is(err, errNotRun) {
+		// A script too long for a shell goes on a session's input.
+		out.Reset()
+		err = transportRun(ctx, t, s, &out)
+	}
+	logCommand(ctx, t.Host(), "("+what+")", start, err)
+	// What it answered before it failed tells where it did.
+	reply, perr := ParseReply(m, out.Bytes())
+	if err != nil {
+		return reply, withoutContent(what, err)
+	}
+	return reply, perr
 }
 
 // smallTarMax bounds the tar of a local directory that MakeDir sends as a

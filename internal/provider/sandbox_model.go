@@ -121,7 +121,8 @@ func (r *SandboxResource) Schema(ctx context.Context, _ resource.SchemaRequest, 
 			"timings": schema.MapAttribute{Computed: true, ElementType: types.Float64Type,
 				PlanModifiers: []planmodifier.Map{mapplanmodifier.UseStateForUnknown()},
 				MarkdownDescription: "Where the last create or start spent its time, in seconds: at create `copy` (the record and the " +
-					"workspace, the repo copied), `render` (the compose file rendered), `up` (`compose up` or `stack deploy`, pulls and " +
+					"workspace, the repo copied, when made by themselves; 0 when the command that runs `compose up` makes them, " +
+					"its time then in `up`), `render` (the compose file rendered), `up` (`compose up` or `stack deploy`, pulls and " +
 					"builds included) and `ready` (waiting for readiness); at a start `start` and `ready`; and `total`. The DEBUG log " +
 					"has the same figures. Null after an import."},
 			"on_expiry": schema.StringAttribute{Optional: true, Computed: true,

@@ -184,6 +184,7 @@ func (r *SandboxResource) Read(ctx context.Context, req resource.ReadRequest, re
 	resp.Diagnostics.Append(diags...)
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	ctx = tflog.SetField(tflog.SetField(ctx, "host", state.Host.ValueString()), "sandbox_id", state.ID.ValueString())
 
 	h, err := r.data.host(state.Host.ValueString())
 	if err != nil {
@@ -282,9 +283,8 @@ func (r *SandboxResource) Update(ctx context.Context, req resource.UpdateRequest
 		return
 	}
 	desired := plan.DesiredState.ValueString()
-	if r.data.registry.CanStop(plan.Extension.ValueString()) && (desired != state.DesiredState.ValueString() || !plan.Status.Equal(state.Status)) {
-		// The plan stops or starts it (planServices), or records what is
-		// now asked: the services and endpoints are what that left.
+	if r.data.registry.CanStop(plan.Extension.ValueString()) && stopsOrStarts(plan, state) {
+		// The services and endpoints are what that left.
 		st, err := r.data.registry.SetDesiredState(ctx, h, sb, desired)
 		if err != nil {
 			resp.Diagnostics.AddError("Unable to Update Sandbox", fmt.Sprintf("Sandbox %s on host %q, desired_state = %q: %v",
@@ -315,6 +315,7 @@ func (r *SandboxResource) Delete(ctx context.Context, req resource.DeleteRequest
 	resp.Diagnostics.Append(diags...)
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	ctx = tflog.SetField(tflog.SetField(ctx, "host", state.Host.ValueString()), "sandbox_id", state.ID.ValueString())
 
 	r.data.destroySandbox(ctx, &resp.Diagnostics, "Unable to Delete Sandbox",
 		state.Host.ValueString(), state.ID.ValueString(), state.Profile.ValueString())
@@ -372,4 +373,14 @@ func sandboxEnv(ctx context.Context, env types.Map, config tfsdk.Config, diags *
 		out[k] = wo[k]
 	}
 	return out, true
+}
+
+// stopsOrStarts says whether an Update stops or starts the sandbox: when
+// its plan changes the status (planServices). A desired_state already met
+// (a start cut off after the host had started the stack, refreshed ready)
+// plans no change of status, and none is made: the timings stay the
+// planned ones, which a start would replace (Terraform's "inconsistent
+// result after apply").
+func stopsOrStarts(plan, state sandboxModel) bool {
+	return !plan.Status.Equal(state.Status)
 }

@@ -9,12 +9,13 @@
 # (goreleaser signs the checksums with a throwaway key, gpg verifies the signature);
 # for actionlint, which checks the workflows' shell steps with it, shellcheck; and for
 # scripts/bench-apply.sh's checkpoint rows, which compare with it, restic; for the fault
-# soak (scripts/soak.sh), e2fsprogs (its loop-mounted ext4) and procps (pkill).
+# soak (scripts/soak.sh), e2fsprogs (its loop-mounted ext4) and procps (pkill); curl, which
+# drives toxiproxy in the network rows of scripts/bench-apply.sh.
 # Waits for any running apt/dpkg (dpkg lock) instead of fighting it. Must run as root.
 set -euo pipefail
 
 PKGS=(docker.io docker-compose openssh-server openssh-client openssh-sftp-server busybox-static tar iproute2 iptables util-linux cron postgresql-15 postgresql-client-15
-	make git unzip gnupg shellcheck restic e2fsprogs procps)
+	make git unzip gnupg shellcheck restic e2fsprogs procps curl)
 LOCK_WAIT="${SANDBOXER_APT_LOCK_WAIT:-1800}" # seconds
 
 die() { echo "install.sh: ERROR: $*" >&2; exit 1; }

@@ -35,4 +35,6 @@ done
 done
 # ... and its fault proxy and sshd, which hold their ports.
 pkill -f "toxiproxy-2.5.0/server -host 127.0.0.1 -port 8479" 2>/dev/null || true
+# A benchmark's latency proxy (scripts/lib/bench-network.sh) likewise.
+pkill -f "toxiproxy-2.5.0/server -host 127.0.0.1 -port 8481" 2>/dev/null || true
 pkill -f "$tmp/sandboxer\\.[^ ]*/soak/sshd_config" 2>/dev/null || true

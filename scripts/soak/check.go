@@ -179,10 +179,12 @@ func (s *soak) reapNow() {
 }
 
 // leftovers are the workspaces under the root directory, and the compose
-// containers, networks and volumes, of sandboxes this run had that no
+// containers, networks and volumes, of sandboxes this run had (seen in
+// state or a record, or a container's directory under the root) that no
 // record names any more.
 func (s *soak) leftovers(records map[string]bool) []string {
 	var left []string
+	ours := map[string]bool{}        // containers first: their directory says whose they are
 	entries, _ := os.ReadDir(s.root) // a root not made yet holds nothing
 	for _, e := range entries {
 		if e.Name() == ".sandboxer" {
@@ -203,12 +205,22 @@ func (s *soak) leftovers(records map[string]bool) []string {
 			continue
 		}
 		for _, obj := range strings.Fields(string(out)) {
-			label, err := exec.Command("docker", "inspect", "-f", `{{index .Config.Labels "com.docker.compose.project"}}{{index .Labels "com.docker.compose.project"}}`, obj).Output()
+			// A container's project and working directory; a network's or
+			// a volume's project (they have no directory).
+			label, err := exec.Command("docker", "inspect", "-f", `{{index .Config.Labels "com.docker.compose.project"}}{{index .Labels "com.docker.compose.project"}}|`+
+				`{{index .Config.Labels "com.docker.compose.project.working_dir"}}`, obj).Output()
 			if err != nil {
 				continue // gone meanwhile
 			}
-			id := strings.TrimPrefix(strings.TrimSpace(strings.ReplaceAll(string(label), "<no value>", "")), "sbx-")
-			if seen[id] && !records[id] {
+			project, dir, _ := strings.Cut(strings.TrimSpace(strings.ReplaceAll(string(label), "<no value>", "")), "|")
+			id := strings.TrimPrefix(project, "sbx-")
+			// Under the root directory, it is this run's even when the soak
+			// never saw its sandbox (a create cut off before its state or a
+			// check): nothing may outlive its record.
+			if strings.HasPrefix(dir, s.root+"/") {
+				ours[id] = true
+			}
+			if (seen[id] || ours[id]) && !records[id] {
 				left = append(left, fmt.Sprintf("%s %s of sandbox %s", kind, obj, id))
 			}
 		}

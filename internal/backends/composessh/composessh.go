@@ -236,7 +236,7 @@ func (e *Extension) Prepare(ctx context.Context, req backends.Request) (*backend
 		}})
 	}
 	var rendered []byte
-	render := func(ctx context.Context) (err error) {
+	render := func(ctx context.Context, pending *backends.Pending) (err error) {
 		// A restore's workspace holds the snapshot's compose file (over the
 		// repo's, when it has one): the stack is what the host resolves
 		// from it, rendered from that, and written by a command of its own.
@@ -259,18 +259,23 @@ func (e *Extension) Prepare(ctx context.Context, req backends.Request) (*backend
 		}
 		if renderedOnHost || len(rendered) > maxRenderedInScript {
 			// `compose config` interpolates: the rendering may hold values
-			// of the .env, so it is written like the .env, never on a
-			// command line.
-			err = hosts.WriteFile(ctx, req.Host, sb.WorkspaceDir+"/"+backends.RenderedFile(sb.ComposeFile), rendered, 0o600)
+			// of the .env, so it is written like the .env (0600), by the
+			// command that brings the stack up.
+			data := rendered
+			pending.Add("writing the rendered compose file", func(hosts.Mark) string {
+				return hosts.WriteScript(sb.WorkspaceDir+"/"+backends.RenderedFile(sb.ComposeFile), data, 0o600)
+			})
 			rendered = nil
 		}
-		return err
+		return nil
 	}
-	up := func(ctx context.Context) error { return e.up(ctx, req, sb, compose, st.networks, rendered) }
+	up := func(ctx context.Context, pending *backends.Pending) error {
+		return e.up(ctx, req, sb, compose, st.networks, rendered, pending)
+	}
 	// The rendering reads and writes the workspace only: a restore's
 	// volumes are filled meanwhile.
-	return sb, append(steps, backends.Step{Name: "render the compose file", Run: render, WhileFilling: true, Timing: backends.TimingRender},
-		backends.Step{Name: "compose up", Run: up, Timing: backends.TimingUp}), nil
+	return sb, append(steps, backends.Step{Name: "render the compose file", RunWith: render, WhileFilling: true, Timing: backends.TimingRender},
+		backends.Step{Name: "compose up", RunWith: up, Timing: backends.TimingUp}), nil
 }
 
 // up reserves the subnets of the stack's networks, brings the stack up and
@@ -280,7 +285,7 @@ func (e *Extension) Prepare(ctx context.Context, req backends.Request) (*backend
 // network in a chosen subnet before this stack does. Docker refuses the
 // overlap; then the subnets are chosen again, with that network now in the
 // taken set. rendered, when set, is written by the same command.
-func (e *Extension) up(ctx context.Context, req backends.Request, sb *backends.Sandbox, compose, networks []string, rendered []byte) error {
+func (e *Extension) up(ctx context.Context, req backends.Request, sb *backends.Sandbox, compose, networks []string, rendered []byte, pending *backends.Pending) error {
 	release, err := e.networkSlot(ctx, req.Host)
 	if err != nil {
 		return fmt.Errorf("compose up: %w", err)
@@ -292,20 +297,33 @@ func (e *Extension) up(ctx context.Context, req backends.Request, sb *backends.S
 			return err
 		}
 		sb.NetworkOverride = res != nil
-		reply, err := hosts.Ask(ctx, req.Host, func(m hosts.Mark) string {
-			script := ""
+		// The first attempt runs what the create has pending (its record,
+		// with what the steps learned, and its workspace) first.
+		outcome := func(_ hosts.Reply, err error) error { return err }
+		reply, err := hosts.AskPrivately(ctx, req.Host, "bringing sandbox "+sb.ID+" up", func(m hosts.Mark) string {
+			// Marked, so that a teardown ends it should it outlive its
+			// connection (lateCommands).
+			script := "export " + createMarker + "=" + sb.ID + "\n"
+			var work string
+			work, outcome = pending.Take(m)
+			script += work
 			if res != nil {
-				script = res.script(m)
+				script += res.script(m)
 			}
 			if rendered != nil {
 				script += writeRenderedScript(sb, rendered)
 			}
 			return script + inWorkspace(sb, compose, "up", "-d", "--remove-orphans") + " || exit $?\n" +
-				m.Section(statusAfterUp, "") + "\n{ " + statusScript(sb, compose) + "; } || true\n"
+				settleScript(ctx, sb, compose) + m.Section(statusAfterUp, "") + "\n{ " + statusScript(sb, compose) + "; } || true\n"
 		})
+		if err = outcome(reply, err); errors.Is(err, backends.ErrWorkspaceExists) {
+			return err
+		}
 		if err == nil && reply.Result == "" {
-			for _, s := range reply.Sections { // statusAfterUp
-				e.firstStatus.Store(sb.ID, string(s.Body))
+			for _, s := range reply.Sections {
+				if s.Kind == statusAfterUp {
+					e.firstStatus.Store(sb.ID, string(s.Body))
+				}
 			}
 			return nil
 		}
@@ -323,83 +341,6 @@ func (e *Extension) up(ctx context.Context, req backends.Request, sb *backends.S
 			return fmt.Errorf("compose up failed: %w; undoing it to choose other subnets failed: %v", err, derr)
 		}
 	}
-}
-
-// statusAfterUp is the section holding the status read after `compose up`
-// (or `start`, or `stop`).
-const statusAfterUp = "status"
-
-// WaitReady looks at the services until all of them run (and pass their
-// healthchecks): first at what the command that brought them up saw, then
-// at growing intervals, from 50 ms up to PollInterval, so a quick stack is
-// seen ready quickly and a slow one costs few commands.
-func (e *Extension) WaitReady(ctx context.Context, h *hosts.Host, sb *backends.Sandbox) (backends.Status, error) {
-	compose, err := e.compose(ctx, h)
-	if err != nil {
-		return backends.Status{}, err
-	}
-	wait := 50 * time.Millisecond
-	// silent is the port found silent while every service ran, if they
-	// did at the last look.
-	var silent *silentPort
-	for {
-		var st backends.Status
-		if v, ok := e.firstStatus.LoadAndDelete(sb.ID); ok {
-			out, _ := v.(string) // only strings are stored
-			st = parseStatus(out, sb)
-		} else if st, err = e.status(ctx, h, sb, compose); err != nil {
-			if silent != nil && ctx.Err() != nil {
-				return backends.Status{}, e.neverAccepted(ctx, h, sb, compose, silent)
-			}
-			return backends.Status{}, err
-		}
-		if st.State != backends.StatusReady {
-			silent = nil
-		} else {
-			if !sb.WaitForPorts {
-				return st, nil
-			}
-			s := e.silentPort(ctx, h, sb, st)
-			if s == nil {
-				return st, nil
-			}
-			if s.never {
-				return backends.Status{}, fmt.Errorf("sandbox %s: wait_for_ports cannot check service %q port %d/tcp: %w", sb.ID, s.service, s.port, s.err)
-			}
-			// A check the deadline cut short says nothing of its port: the
-			// port found silent before it is the one to name.
-			if silent == nil || ctx.Err() == nil {
-				silent = s
-			}
-		}
-		for _, s := range st.Services {
-			if s.State == "exited" || s.State == "dead" {
-				return backends.Status{}, fmt.Errorf("service %q %s before the sandbox became ready; the services not ready:\n%s",
-					s.Name, s.State, backends.NotReadyReport(ctx, h, e, sb, st))
-			}
-		}
-		select {
-		case <-ctx.Done():
-			if silent != nil {
-				return backends.Status{}, e.neverAccepted(ctx, h, sb, compose, silent)
-			}
-			return backends.Status{}, fmt.Errorf("sandbox %s was not ready in time (services: %s): %w; the services not ready:\n%s",
-				sb.ID, backends.Describe(st.Services), ctx.Err(), backends.NotReadyReport(ctx, h, e, sb, st))
-		case <-time.After(wait):
-		}
-		wait = min(2*wait, max(e.PollInterval, 50*time.Millisecond))
-	}
-}
-
-// neverAccepted is WaitReady's error when its deadline passed with every
-// service running and silent's port silent: it names the port, with the
-// service's last log lines (read past the deadline, for up to 15 s).
-func (e *Extension) neverAccepted(ctx context.Context, h *hosts.Host, sb *backends.Sandbox, compose []string, silent *silentPort) error {
-	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
-	defer cancel()
-	logs, _ := hosts.Output(dctx, h, inWorkspace(sb, compose, "logs", "--no-color", "--tail", "20", silent.service))
-	return fmt.Errorf("sandbox %s was not ready in time: service %q never accepted a connection on port %d/tcp "+
-		"(wait_for_ports; last try: %v); last log lines:\n%s", sb.ID, silent.service, silent.port, silent.err, tail(string(logs), 2000))
 }
 
 func (e *Extension) Inspect(ctx context.Context, h *hosts.Host, sb *backends.Sandbox) (backends.Status, error) {
@@ -535,6 +476,14 @@ func parseStatus(out string, sb *backends.Sandbox) backends.Status {
 // label anything of the project that compose did not (a half-created stack,
 // a deleted compose file), then the workspace. Already gone is success.
 func (e *Extension) Teardown(ctx context.Context, h *hosts.Host, sb *backends.Sandbox) error {
+	return e.TeardownThen(ctx, h, sb, "")
+}
+
+var _ backends.Finisher = (*Extension)(nil)
+
+// TeardownThen is Teardown whose one command removes the workspace too,
+// then runs then.
+func (e *Extension) TeardownThen(ctx context.Context, h *hosts.Host, sb *backends.Sandbox, then string) error {
 	e.firstStatus.Delete(sb.ID) // a create that failed before WaitReady
 	compose, err := e.compose(ctx, h)
 	if err != nil {
@@ -550,6 +499,7 @@ func (e *Extension) Teardown(ctx context.Context, h *hosts.Host, sb *backends.Sa
 	// outlives the deadline (a wedged engine) can be named.
 	m := hosts.NewMark()
 	var script strings.Builder
+	script.WriteString(lateCommands(m, sb.ID))
 	if sb.ComposeFile != "" && sb.WorkspaceDir != "" {
 		down := &backends.Sandbox{WorkspaceDir: sb.WorkspaceDir, ComposeProject: project, ComposeFile: sb.ComposeFile, ID: sb.ID,
 			NetworkOverride: sb.NetworkOverride, Rendered: sb.Rendered}
@@ -559,17 +509,36 @@ func (e *Extension) Teardown(ctx context.Context, h *hosts.Host, sb *backends.Sa
 	// An engine that does not answer (stopped, restarting) lists nothing:
 	// every listing must succeed, or nothing is known to be gone and the
 	// record and workspace, which name what to remove, must stay.
+	// What is left is listed first: after a `compose down`, most often
+	// nothing, and the engine CLI's starts (a tenth of a second of CPU
+	// each) are what many teardowns at once wait on.
 	fmt.Fprintf(&script, `unanswered() { echo "the container engine did not answer: what the sandbox made there may remain" >&2; exit 1; }
+left() { %[1]s ps -aq --filter %[2]s && %[1]s network ls -q --filter %[2]s && %[1]s volume ls -q --filter %[2]s; }
+%[7]s; left=$(left) || unanswered
+if [ -n "$left" ]; then
 %[4]s; ids=$(%[1]s ps -aq --filter %[2]s) || unanswered; if [ -n "$ids" ]; then %[1]s rm -f -v $ids >/dev/null; fi
 %[5]s; ids=$(%[1]s network ls -q --filter %[2]s) || unanswered; if [ -n "$ids" ]; then %[1]s network rm $ids >/dev/null; fi
 %[6]s; ids=$(%[1]s volume ls -q --filter %[2]s) || unanswered; if [ -n "$ids" ]; then %[1]s volume rm -f $ids >/dev/null; fi
-%[7]s; left=$(%[1]s ps -aq --filter %[2]s && %[1]s network ls -q --filter %[2]s && %[1]s volume ls -q --filter %[2]s) || unanswered
+%[7]s; left=$(left) || unanswered
 if [ -n "$left" ]; then echo "resources of project "%[3]s" remain: $left" >&2; exit 1; fi
+fi
 `, eng, filter, hosts.Quote(project), m.Section("step", "'rm -f -v'"), m.Section("step", "'network rm'"),
 		m.Section("step", "'volume rm -f'"), m.Section("step", "'ps'"))
 	// The network reservation goes last, once its networks are gone. Its
 	// path comes from the id, never from the record.
 	fmt.Fprintf(&script, "rm -f -- %s\n", hosts.Quote(overridePath(h, sb)))
+	// Then the workspace, and what the caller's then does, by the same
+	// command. A workspace that must not be removed fails the teardown
+	// once the rest is done.
+	rmWorkspace, refused := backends.RemoveWorkspaceScript(h, sb.WorkspaceDir, sb.ID)
+	if refused == nil {
+		if rmWorkspace != "" {
+			fmt.Fprintf(&script, "%s\n( %s\n) || exit 1\n", m.Section(workspaceStep, ""), rmWorkspace)
+		}
+		if then != "" {
+			fmt.Fprintf(&script, "%s\n", then)
+		}
+	}
 	release, err := e.networkSlot(ctx, h)
 	if err != nil {
 		return fmt.Errorf("unable to remove the containers, networks and volumes of sandbox %s: %w", sb.ID, err)
@@ -579,12 +548,16 @@ if [ -n "$left" ]; then echo "resources of project "%[3]s" remain: $left" >&2; e
 	release()
 	if err != nil {
 		if ctx.Err() != nil {
-			err = engineStuck(ctx, h, eng, m, out.Bytes())
+			err = engineStuck(ctx, h, sb, eng, m, out.Bytes())
 		}
 		return fmt.Errorf("unable to remove the containers, networks and volumes of sandbox %s: %w", sb.ID, err)
 	}
-	return backends.RemoveWorkspace(ctx, h, sb.WorkspaceDir, sb.ID)
+	return refused
 }
+
+// workspaceStep is the section of a teardown's answer announcing the
+// removal of the workspace, after the engine's steps.
+const workspaceStep = "workspace"
 
 // engineProbeTimeout bounds the engine probe of engineStuck.
 const engineProbeTimeout = 10 * time.Second
@@ -593,10 +566,16 @@ const engineProbeTimeout = 10 * time.Second
 // the engine operation it was in (the last step section of out) and
 // whether the engine answers at all, probed by a short bounded call. The
 // command itself was killed on the host with the shell's process group.
-func engineStuck(ctx context.Context, h *hosts.Host, eng string, m hosts.Mark, out []byte) error {
+func engineStuck(ctx context.Context, h *hosts.Host, sb *backends.Sandbox, eng string, m hosts.Mark, out []byte) error {
 	step := "an engine operation"
 	if reply, err := hosts.ParseReply(m, out); err == nil && len(reply.Sections) > 0 {
-		step = "`" + eng + " " + reply.Sections[len(reply.Sections)-1].Arg + "`"
+		switch last := reply.Sections[len(reply.Sections)-1]; last.Kind {
+		case workspaceStep:
+			return fmt.Errorf("the removal of workspace %s on host %q did not finish before the deadline (%w): the sandbox stays in state, "+
+				"and the next destroy removes what remains", sb.WorkspaceDir, h.Host(), ctx.Err())
+		case "step":
+			step = "`" + eng + " " + last.Arg + "`"
+		}
 	}
 	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), engineProbeTimeout)
 	defer cancel()

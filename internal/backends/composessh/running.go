@@ -39,7 +39,8 @@ func (e *Extension) StartServices(ctx context.Context, h *hosts.Host, sb *backen
 		return err
 	}
 	reply, err := hosts.Ask(ctx, h, func(m hosts.Mark) string {
-		return inWorkspace(sb, compose, "start") + " || exit $?\n" + m.Section(statusAfterUp, "") + "\n{ " + statusScript(sb, compose) + "; } || true\n"
+		return inWorkspace(sb, compose, "start") + " || exit $?\n" + settleScript(ctx, sb, compose) +
+			m.Section(statusAfterUp, "") + "\n{ " + statusScript(sb, compose) + "; } || true\n"
 	})
 	if err != nil {
 		return fmt.Errorf("unable to start sandbox %s: %w", sb.ID, err)

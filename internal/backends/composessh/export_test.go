@@ -1,0 +1,4 @@
+package composessh
+
+// CreateMarker is createMarker, for the tests of package composessh_test.
+const CreateMarker = createMarker

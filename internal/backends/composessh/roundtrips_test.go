@@ -1,0 +1,100 @@
+package composessh_test
+
+import (
+	"context"
+	"io"
+	"os"
+	"sync/atomic"
+	"testing"
+
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/backends"
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/backends/composessh"
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/hosts"
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/testharness"
+)
+
+// counted is an SSH transport that counts every exchange with the host it
+// makes: commands, and file writes of each kind.
+type counted struct {
+	*hosts.SSH
+	n atomic.Int64
+}
+
+func (c *counted) Run(ctx context.Context, script string, stdin io.Reader, stdout io.Writer) error {
+	c.n.Add(1)
+	return c.SSH.Run(ctx, script, stdin, stdout)
+}
+
+func (c *counted) RunPrivately(ctx context.Context, script string, stdout io.Writer) error {
+	c.n.Add(1)
+	return c.SSH.RunPrivately(ctx, script, stdout)
+}
+
+func (c *counted) WriteSmallFile(ctx context.Context, p string, data []byte, mode os.FileMode) error {
+	c.n.Add(1)
+	return c.SSH.WriteSmallFile(ctx, p, data, mode)
+}
+
+func (c *counted) WriteFileAtomic(ctx context.Context, p string, r io.Reader, mode os.FileMode) error {
+	c.n.Add(1)
+	return c.SSH.WriteFileAtomic(ctx, p, r, mode)
+}
+
+// Across a network each host command is a round trip: a create of a
+// compose sandbox ready at its first look is two commands (its record,
+// workspace, `compose up` and the wait on the host in one, then the ready
+// record), whatever its services, and a destroy two (the record's read,
+// then one that takes down, removes the workspace, then the record). What
+// a provider process does once per host (the root's resolution) is paid
+// by a first create, before counting.
+func TestCreateAndDestroyAreTwoCommandsEach(t *testing.T) {
+	testharness.RequireDocker(t)
+	base := testharness.SSHHost(t)
+	ssh, ok := base.Transport.(*hosts.SSH)
+	if !ok {
+		t.Fatalf("the harness host's transport is a %T", base.Transport)
+	}
+	tr := &counted{SSH: ssh}
+	h := &hosts.Host{Transport: tr, RootDir: base.RootDir}
+	compose := os.Getenv("SANDBOXER_COMPOSE_CMD")
+	if compose == "" {
+		compose = "docker compose"
+	}
+	reg := backends.NewRegistry(composessh.New(compose))
+	repo := testharness.ComposeRepo(t, testharness.Image(t), "web", "worker", "db")
+	create := func() *backends.Sandbox {
+		t.Helper()
+		sb, err := reg.Create(ctx(t), backends.Request{ID: backends.NewID(), Profile: profile(t), Host: h,
+			Inputs: map[string]string{"repo": repo}, Env: map[string]string{"TOKEN": "s3cret"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = reg.Destroy(context.Background(), h, sb.ID) })
+		return sb
+	}
+	create()
+	before := tr.n.Load()
+	sb := create()
+	if got := tr.n.Load() - before; got != 2 {
+		t.Errorf("a create of three services took %d host commands, want 2", got)
+	}
+	if st, err := os.Stat(sb.WorkspaceDir + "/.env"); err != nil || st.Mode().Perm() != 0o600 {
+		t.Errorf("the workspace's .env: %v, %v; want it, 0600", st, err)
+	}
+	before = tr.n.Load()
+	if err := reg.Destroy(ctx(t), h, sb.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got := tr.n.Load() - before; got != 2 {
+		t.Errorf("a destroy took %d host commands, want 2", got)
+	}
+	if left := leftovers(t, sb.ComposeProject); left != "" {
+		t.Errorf("the destroy left: %s", left)
+	}
+	if _, err := os.Stat(sb.WorkspaceDir); !os.IsNotExist(err) {
+		t.Errorf("the workspace remains: %v", err)
+	}
+	if _, _, err := reg.Get(ctx(t), h, sb.ID); err != backends.ErrNotFound {
+		t.Errorf("the record after the destroy: %v, want none", err)
+	}
+}
