@@ -17,9 +17,10 @@ import (
 // runs on the host takes what is pending (Step.RunWith, Take) and runs it
 // first, in that command: a create's record, workspace and `compose up`
 // cost one round trip together instead of one each. The parts run in the
-// order they were added, each only when the one before succeeded. Nothing
-// is pending across a step that does not take it: the registry does it
-// first (Flush).
+// order they were added, each only when the one before succeeded, in the
+// login directory: no part may change it (paths under a relative
+// root_dir are relative to it). Nothing is pending across a step that
+// does not take it: the registry does it first (Flush).
 type Pending struct {
 	h     *hosts.Host
 	parts []pendingPart

@@ -357,8 +357,9 @@ func makeDirInline(m Mark, dir, guard, src string, tarball []byte, small bool) (
 		return "", false
 	}
 	// (A tar is mostly runs of NULs, two bytes each in printData: the
-	// command fits a shell's request.)
-	return script + " && cd -- " + Quote(dir) + " && " + printData(tarball) + " | tar -x -f - --no-same-owner", true
+	// command fits a shell's request.) tar -C, not cd: what follows in the
+	// caller's command may name paths relative to the login directory.
+	return script + " && " + printData(tarball) + " | tar -x -f - --no-same-owner -C " + Quote(dir), true
 }
 
 // MakeDirOutcome is MakeDir's error for a result its script answered

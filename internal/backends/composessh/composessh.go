@@ -503,7 +503,9 @@ func (e *Extension) TeardownThen(ctx context.Context, h *hosts.Host, sb *backend
 	if sb.ComposeFile != "" && sb.WorkspaceDir != "" {
 		down := &backends.Sandbox{WorkspaceDir: sb.WorkspaceDir, ComposeProject: project, ComposeFile: sb.ComposeFile, ID: sb.ID,
 			NetworkOverride: sb.NetworkOverride, Rendered: sb.Rendered}
-		fmt.Fprintf(&script, "%s\nif test -f %s; then %s >/dev/null 2>&1 || true; fi\n", m.Section("step", "'compose down'"),
+		// In a subshell: its cd must not move what follows, whose paths
+		// may be relative to the login directory (a relative root_dir).
+		fmt.Fprintf(&script, "%s\nif test -f %s; then (%s) >/dev/null 2>&1 || true; fi\n", m.Section("step", "'compose down'"),
 			hosts.Quote(sb.WorkspaceDir+"/"+backends.ComposeFileOf(down)), inWorkspace(down, compose, "down", "--volumes", "--remove-orphans", "--timeout", "5"))
 	}
 	// An engine that does not answer (stopped, restarting) lists nothing:

@@ -98,3 +98,33 @@ func TestCreateAndDestroyAreTwoCommandsEach(t *testing.T) {
 		t.Errorf("the record after the destroy: %v, want none", err)
 	}
 }
+
+// Under a root directory relative to the SSH user's home, the create's one
+// command and the destroy's one resolve every path from the login
+// directory, whatever the workspace's commands change to: nothing is left
+// of the sandbox, its record and its network reservation included.
+func TestCreateAndDestroyUnderARelativeRoot(t *testing.T) {
+	testharness.RequireDocker(t)
+	base := testharness.SSHHost(t)
+	rel := "sandboxer-relative-" + backends.NewID()
+	h := &hosts.Host{Transport: base.Transport, RootDir: rel}
+	t.Cleanup(func() { _ = h.Run(context.Background(), "rm -rf -- "+hosts.Quote(rel), nil, nil) })
+	reg := backends.NewRegistry(composessh.New(os.Getenv("SANDBOXER_COMPOSE_CMD")))
+	sb, err := reg.Create(ctx(t), backends.Request{ID: backends.NewID(), Profile: profile(t), Host: h,
+		Inputs: map[string]string{"repo": testharness.ComposeRepo(t, testharness.Image(t), "web", "worker")},
+		Env:    map[string]string{"TOKEN": "s3cret"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := reg.Destroy(ctx(t), h, sb.ID); err != nil {
+		t.Fatal(err)
+	}
+	if left := leftovers(t, sb.ComposeProject); left != "" {
+		t.Errorf("the destroy left: %s", left)
+	}
+	out, err := hosts.Output(ctx(t), h, "cd -- "+hosts.Quote(rel)+" && find . -mindepth 1 ! -path ./.sandboxer ! -path ./.sandboxer/sandboxes ! -path './.sandboxer/networks*' -print; "+
+		"find .sandboxer/networks -type f -name "+hosts.Quote("*"+sb.ID+"*")+" -print 2>/dev/null; true")
+	if err != nil || len(out) > 0 {
+		t.Errorf("under the root after the destroy: %q (%v); want nothing of the sandbox", out, err)
+	}
+}
