@@ -10,22 +10,24 @@
 # After each round the faults stop, apply and plan must converge, and the
 # invariants of docs/reliability.md are checked.
 #
-#   scripts/soak.sh --minutes N --seed S [--slots K]
+#   scripts/soak.sh --minutes N --seed S [--slots K] [--log FILE]
 #
 # Prints the seed (a run replays from it) and a table with one line per
 # invariant ("N violations"); exits 0 only when every invariant has none.
+# --log FILE keeps every Terraform run's output, round by round.
 # Needs root (the loop mount, sshd, dockerd) and the harness
 # (scripts/harness/install.sh, up.sh); builds toxiproxy v2.5.0 once into
 # ~/.cache/sandboxer-tools.
 set -euo pipefail
 
-minutes=3 seed=0 slots=3
+minutes=3 seed=0 slots=3 log=""
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--minutes) minutes="$2"; shift 2 ;;
 	--seed) seed="$2"; shift 2 ;;
 	--slots) slots="$2"; shift 2 ;;
-	*) echo "usage: soak.sh --minutes N --seed S [--slots K]" >&2; exit 2 ;;
+	--log) log="$(realpath -m -- "$2")"; shift 2 ;;
+	*) echo "usage: soak.sh --minutes N --seed S [--slots K] [--log FILE]" >&2; exit 2 ;;
 	esac
 done
 [ "$(id -u)" = 0 ] || { echo "soak.sh: must run as root (loop mount, sshd, dockerd)" >&2; exit 2; }
@@ -45,4 +47,4 @@ WORK="$(devprovider_tmpdir soak)"
 (cd "$REPO_ROOT" && go build -o "$WORK/soak" ./scripts/soak)
 "$WORK/soak" -minutes "$minutes" -seed "$seed" -slots "$slots" -terraform "$TERRAFORM" \
 	-cli-config "$TF_CLI_CONFIG_FILE" -work "$WORK" -toxiproxy "$toxiproxy" \
-	-harness "$HARNESS" -repo-root "$REPO_ROOT"
+	-harness "$HARNESS" -repo-root "$REPO_ROOT" -log "$log"

@@ -204,12 +204,18 @@ func (s *soak) leftovers(records map[string]bool) []string {
 			left = append(left, fmt.Sprintf("(docker %s ls failed: %v)", kind, err))
 			continue
 		}
+		// A container's labels are under .Config, a network's or a volume's
+		// at the top; only a container has a directory.
+		format := `{{index .Labels "com.docker.compose.project"}}|`
+		if kind == "container" {
+			format = `{{index .Config.Labels "com.docker.compose.project"}}|{{index .Config.Labels "com.docker.compose.project.working_dir"}}`
+		}
 		for _, obj := range strings.Fields(string(out)) {
-			// A container's project and working directory; a network's or
-			// a volume's project (they have no directory).
-			label, err := exec.Command("docker", "inspect", "-f", `{{index .Config.Labels "com.docker.compose.project"}}{{index .Labels "com.docker.compose.project"}}|`+
-				`{{index .Config.Labels "com.docker.compose.project.working_dir"}}`, obj).Output()
+			label, err := exec.Command("docker", kind, "inspect", "-f", format, obj).CombinedOutput()
 			if err != nil {
+				if !strings.Contains(strings.ToLower(string(label)), "no such") {
+					left = append(left, fmt.Sprintf("(docker %s inspect %s failed: %v: %s)", kind, obj, err, strings.TrimSpace(string(label))))
+				}
 				continue // gone meanwhile
 			}
 			project, dir, _ := strings.Cut(strings.TrimSpace(strings.ReplaceAll(string(label), "<no value>", "")), "|")

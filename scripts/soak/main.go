@@ -30,6 +30,7 @@ func main() {
 	flag.StringVar(&o.harness, "harness", filepath.Join(os.Getenv("HOME"), ".cache", "sandboxer-harness"), "the harness state directory")
 	flag.StringVar(&o.repoRoot, "repo-root", ".", "this repository (for scripts/harness/up.sh)")
 	flag.StringVar(&o.image, "image", "sandboxer-postgres:15", "the database image of the sandboxes' stack")
+	flag.StringVar(&o.log, "log", "", "a file to which every Terraform run's output is appended, round by round (kept after the run)")
 	flag.Parse()
 	if o.seed == 0 {
 		o.seed = rand.Uint64() //nolint:gosec // a schedule's seed, printed to replay it
@@ -69,4 +70,5 @@ type options struct {
 	harness   string
 	repoRoot  string
 	image     string
+	log       string
 }

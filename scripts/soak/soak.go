@@ -65,19 +65,22 @@ type soak struct {
 	proxy   *toxiproxy
 	slots   []slot
 	created map[string]string // address -> id last reported created
-	rounds  int
-	ops     counts
-	faults  counts // drawn
-	struck  counts // struck while the apply ran
-	fails   counts
-	viol    map[string][]string
-	closing sync.Once
+	// address -> id whose destroy started and has not been reported done:
+	// when its answer is lost, the next refresh finds it gone (drift).
+	destroying map[string]string
+	rounds     int
+	ops        counts
+	faults     counts // drawn
+	struck     counts // struck while the apply ran
+	fails      counts
+	viol       map[string][]string
+	closing    sync.Once
 }
 
 func newSoak(o options) (*soak, error) {
 	s := &soak{o: o, rng: rand.New(rand.NewPCG(o.seed, o.seed^0x5eed)), //nolint:gosec // a replayable schedule, not a secret
 		slots:   make([]slot, o.slots),
-		created: map[string]string{}, ops: counts{}, faults: counts{}, struck: counts{}, fails: counts{}, viol: map[string][]string{}}
+		created: map[string]string{}, destroying: map[string]string{}, ops: counts{}, faults: counts{}, struck: counts{}, fails: counts{}, viol: map[string][]string{}}
 	s.dir = filepath.Join(o.work, "tf")
 	s.repo = filepath.Join(o.work, "repo")
 	for _, d := range []string{s.dir, s.repo} {
@@ -165,6 +168,7 @@ func (s *soak) run(d time.Duration) {
 		s.slots[i] = slot{}
 	}
 	s.ops["destroy-all"]++
+	s.write()
 	s.converge("final")
 	s.reap()
 	s.check("final")
@@ -226,6 +230,7 @@ func (s *soak) terraform(args []string, started func(*exec.Cmd)) (int, []byte) {
 		started(cmd)
 	}
 	err := cmd.Wait()
+	s.log(args, out.Bytes())
 	var exit *exec.ExitError
 	if errors.As(err, &exit) {
 		return exit.ExitCode(), out.Bytes()
@@ -234,6 +239,20 @@ func (s *soak) terraform(args []string, started func(*exec.Cmd)) (int, []byte) {
 		return -1, out.Bytes()
 	}
 	return 0, out.Bytes()
+}
+
+// log appends a Terraform run's output to the run's log, if it keeps one:
+// what a violation's sandbox went through is there, round by round.
+func (s *soak) log(args []string, out []byte) {
+	if s.o.log == "" {
+		return
+	}
+	f, err := os.OpenFile(s.o.log, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	fmt.Fprintf(f, "=== round %d %s: terraform %s\n%s\n", s.rounds, time.Now().UTC().Format(time.RFC3339Nano), strings.Join(args, " "), out)
 }
 
 // strike is a fault and what it needs, drawn before the apply runs, so
@@ -365,6 +384,12 @@ func (s *soak) record(out []byte) {
 				Action  string `json:"action"`
 				IDValue string `json:"id_value"`
 			} `json:"hook"`
+			Change struct {
+				Resource struct {
+					Addr string `json:"addr"`
+				} `json:"resource"`
+				Action string `json:"action"`
+			} `json:"change"`
 			Diagnostic struct {
 				Severity string `json:"severity"`
 				Summary  string `json:"summary"`
@@ -376,8 +401,19 @@ func (s *soak) record(out []byte) {
 		switch {
 		case m.Type == "apply_complete" && m.Hook.Action == "create":
 			s.created[m.Hook.Resource.Addr] = m.Hook.IDValue
+		case m.Type == "apply_start" && m.Hook.Action == "delete":
+			s.destroying[m.Hook.Resource.Addr] = m.Hook.IDValue
 		case m.Type == "apply_complete" && m.Hook.Action == "delete":
 			delete(s.created, m.Hook.Resource.Addr)
+			delete(s.destroying, m.Hook.Resource.Addr)
+		case m.Type == "resource_drift" && m.Change.Action == "delete":
+			// A destroy that was done on the host, though its answer was
+			// lost; any other resource found gone stays a violation.
+			addr := m.Change.Resource.Addr
+			if id, ok := s.destroying[addr]; ok && s.created[addr] == id {
+				delete(s.created, addr)
+			}
+			delete(s.destroying, addr)
 		case m.Type == "diagnostic" && m.Diagnostic.Severity == "error":
 			s.fails["error: "+m.Diagnostic.Summary]++
 		}
