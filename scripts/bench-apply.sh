@@ -122,9 +122,13 @@
 # `pyenv init`, a slow login shell; the harness's sandboxer-ci has Debian's,
 # which returns at once when not interactive), SANDBOXER_BENCH_TRACE (a directory: each terraform step's
 # provider log at DEBUG, with every host command and its duration, goes
-# there; slower), SANDBOXER_BENCH_SETTLE (seconds the checkpoint and volume
-# rows wait after the last cleanup of a run of this benchmark, default 360:
-# see "Deletions and this disk" in docs/benchmarks.md), SANDBOXER_BENCH_RTTS,
+# there; slower), SANDBOXER_BENCH_DISK (journal: the checkpoint and volume
+# rows on a journalled ext4 the benchmark loop-mounts, the default; root:
+# on the root file system), SANDBOXER_BENCH_DISK_SIZE (that file system's
+# size, default 8G, sparse), SANDBOXER_BENCH_SETTLE (seconds the checkpoint
+# and volume rows wait after the last cleanup of a run of this benchmark,
+# default 0 on the journalled disk, 360 on root: see "Deletions and this
+# disk" in docs/benchmarks.md), SANDBOXER_BENCH_RTTS,
 # SANDBOXER_BENCH_PEER and SANDBOXER_BENCH_TOXIPROXY_PORT (the network rows:
 # scripts/lib/bench-network.sh). Needs the harness: scripts/harness/install.sh (restic
 # comes from it) and up.sh, as root.
@@ -140,7 +144,10 @@ N="${SANDBOXER_BENCH_N:-10}"
 M="${SANDBOXER_BENCH_M:-50}"
 L="${SANDBOXER_BENCH_L:-200}"
 RUNS="${SANDBOXER_BENCH_RUNS:-3}"
+# The floors run what a user types; the provider, unless told, detects
+# its command on the host as it does for users.
 COMPOSE="${SANDBOXER_BENCH_COMPOSE:-docker compose}"
+PROVIDER_COMPOSE="${SANDBOXER_BENCH_COMPOSE:-}"
 PORT="${SANDBOXER_BENCH_SSH_PORT:-2298}"
 ROWS="${SANDBOXER_BENCH_ROWS:-apply,sshd,plan,checkpoint,volume,restic,tunnel,daytwo,network}"
 case ",$ROWS," in *,restic,*) ROWS="$ROWS,checkpoint-restic,volume-restic" ;; esac
@@ -186,6 +193,40 @@ services:
 YAML
 echo "fixture" >"$repo_ports/README.txt"
 
+# ---------------------------------------------------------------- the checkpoint rows' disk
+# Hosts in the field run ext4 with a journal, busy with other work. This
+# machine's root file system has no journal: there fsync is nearly free and
+# creating files soon after deleting many is slow. SANDBOXER_BENCH_DISK=journal
+# (the default) puts everything the checkpoint and volume rows write (roots
+# and their stores, restic's repositories, restored trees; a volume's data
+# stays in the engine's own storage) on a journalled ext4 the benchmark
+# makes, a loop-mounted file, and waits for nothing: each run starts right
+# after the previous run's deletions. SANDBOXER_BENCH_DISK=root measures on
+# the root file system, SANDBOXER_BENCH_SETTLE seconds after the last
+# deletions, as before.
+DISK="${SANDBOXER_BENCH_DISK:-journal}"
+disk="$state"
+if [ "$DISK" = journal ] && { want checkpoint || want checkpoint-restic || want volume || want volume-restic; }; then
+	command -v mkfs.ext4 >/dev/null || die "mkfs.ext4 not found (e2fsprogs): run scripts/harness/install.sh"
+	disk="$(devprovider_tmpdir disk)"
+	truncate -s "${SANDBOXER_BENCH_DISK_SIZE:-8G}" "$DEVPROVIDER_TMP/disk.img"
+	# Inode tables and journal written now, not by the kernel's lazy init
+	# during the rows.
+	mkfs.ext4 -q -F -O has_journal -E lazy_itable_init=0,lazy_journal_init=0 "$DEVPROVIDER_TMP/disk.img"
+	mount -o loop "$DEVPROVIDER_TMP/disk.img" "$disk"
+	devprovider_on_exit "umount -l '$disk'" # after cleanup_all (hooks run last first)
+	chmod 755 "$disk"
+	log "checkpoint and volume rows on a journalled ext4 ($(dumpe2fs -h "$DEVPROVIDER_TMP/disk.img" 2>/dev/null | grep -c has_journal) journal, loop-mounted at $disk), no settle time"
+elif [ "$DISK" != root ] && [ "$DISK" != journal ]; then
+	die "SANDBOXER_BENCH_DISK=$DISK: journal or root"
+fi
+# disk_dir NAME: a directory on that disk the SSH user works in.
+disk_dir() {
+	mkdir -p "$disk/$1"
+	if [ "$BENCH_USER" != root ]; then chown "$BENCH_USER" "$disk/$1"; fi
+	printf '%s\n' "$disk/$1"
+}
+
 work() { # $1 = name of a scratch copy of scripts/bench/apply/$2
 	local dir
 	dir="$(devprovider_tmpdir "$1")"
@@ -193,7 +234,7 @@ work() { # $1 = name of a scratch copy of scripts/bench/apply/$2
 	printf '%s\n' "$dir"
 }
 common=(-var "address=127.0.0.1:$PORT" -var "user=$BENCH_USER" -var "private_key_file=$SANDBOXER_TEST_SSH_KEY"
-	-var "known_hosts_file=$state/known_hosts" -var "root_dir=$root" -var "repo=$repo" -var "compose_command=$COMPOSE")
+	-var "known_hosts_file=$state/known_hosts" -var "root_dir=$root" -var "repo=$repo" -var "compose_command=$PROVIDER_COMPOSE")
 re_vars=(-var "host=127.0.0.1" -var "port=$PORT" -var "user=$BENCH_USER" -var "private_key_file=$SANDBOXER_TEST_SSH_KEY"
 	-var "root_dir=$root" -var "repo=$repo" -var "compose_command=$COMPOSE")
 ssh_vars=(-var "address=127.0.0.1:$PORT" -var "user=$BENCH_USER" -var "private_key_file=$SANDBOXER_TEST_SSH_KEY"
@@ -223,6 +264,7 @@ all_snapshots=(-var 'snapshots=["warm","full","inc"]' -var restore=inc)
 # cleanup of a run of this benchmark (finish_runs; recorded in CLEANED)
 # rather than measure it.
 SETTLE="${SANDBOXER_BENCH_SETTLE:-360}"
+if [ "$DISK" = journal ]; then SETTLE="${SANDBOXER_BENCH_SETTLE:-0}"; fi
 CLEANED="$HOME/.cache/sandboxer-bench/last-cleanup"
 settle_disk() {
 	local left
@@ -243,15 +285,15 @@ finish_runs() {
 		case "$kind" in
 		checkpoint)
 			run_workspace "$ck" "$run"
-			tf "$ck" destroy -auto-approve "${ssh_vars[@]}" -var "root_dir=$DEVPROVIDER_TMP/ck-root-$run" "${all_snapshots[@]}"
-			rm -rf "$state/x-$run" "$state/rx-$run" "$state/restic-$run" "$state/restic-cache-$run"
+			tf "$ck" destroy -auto-approve "${ssh_vars[@]}" -var "root_dir=$disk/ck-root-$run" "${all_snapshots[@]}"
+			rm -rf "$disk/x-$run" "$disk/rx-$run" "$disk/restic-$run" "$disk/restic-cache-$run"
 			;;
 		volume)
 			run_workspace "$vol" "$run"
-			tf "$vol" destroy -auto-approve "${ssh_vars[@]}" -var "root_dir=$DEVPROVIDER_TMP/vol-root-$run" -var "repo=$vrepo" \
-				-var "compose_command=$COMPOSE" "${all_snapshots[@]}"
+			tf "$vol" destroy -auto-approve "${ssh_vars[@]}" -var "root_dir=$disk/vol-root-$run" -var "repo=$vrepo" \
+				-var "compose_command=$PROVIDER_COMPOSE" "${all_snapshots[@]}"
 			docker volume rm -f "bench-tarx-$run" "bench-tarxz-$run" "bench-restic-x-$run" >/dev/null
-			rm -rf "$state/vrestic-$run"
+			rm -rf "$disk/vrestic-$run"
 			;;
 		esac
 	done
@@ -417,12 +459,15 @@ change_one_percent() { # $1 = workspace: 1% of the files rewritten, half of them
 	for f in "${text[@]:0:$((CK_FILES / 200))}"; do printf 'changed %s\n' "$RANDOM" >>"$f"; done
 }
 restic_host() { # restic on the host, on this run's repository
-	restic_log restic -r "$state/restic-$run" --cache-dir "$state/restic-cache-$run" --compression auto "$@"
+	restic_log restic -r "$disk/restic-$run" --cache-dir "$disk/restic-cache-$run" --compression auto "$@"
 }
 ck_files=(t_full t_inc t_restore w_full w_inc w_restore t_tarx t_gz s_store s_gz r_full r_inc r_restore s_both s_restic)
 fresh "${ck_files[@]}"
 for run in $(seq 1 "$RUNS"); do
-	ckroot="$(host_dir "ck-root-$run")"
+	# On the journalled disk, a run starts right after the last one's
+	# deletions (finish_runs), as on a busy host.
+	if [ "$DISK" = journal ]; then finish_runs; fi
+	ckroot="$(disk_dir "ck-root-$run")"
 	run_workspace "$ck" "$run"
 	kept_runs+=("checkpoint $run")
 	ck_vars=("${ssh_vars[@]}" -var "root_dir=$ckroot")
@@ -433,11 +478,11 @@ for run in $(seq 1 "$RUNS"); do
 	# work of one step is never billed to the next.
 	if want checkpoint; then
 		# The baselines read the data the full snapshot reads.
-		rm -f "$state/ws.tar" && tar -C "$ws" -cf "$state/ws.tar" .
+		rm -f "$disk/ws.tar" && tar -C "$ws" -cf "$disk/ws.tar" .
 		sync
-		timed sh -c 'tar -C "$1" -cf - . | gzip -1 >"$2"' sh "$ws" "$state/ws.tar.gz" >>"$state/t_gz"
-		stat -c %s "$state/ws.tar.gz" >>"$state/s_gz"
-		rm -f "$state/ws.tar.gz"
+		timed sh -c 'tar -C "$1" -cf - . | gzip -1 >"$2"' sh "$ws" "$disk/ws.tar.gz" >>"$state/t_gz"
+		stat -c %s "$disk/ws.tar.gz" >>"$state/s_gz"
+		rm -f "$disk/ws.tar.gz"
 	fi
 	if want checkpoint-restic; then
 		restic_host init --repository-version 2
@@ -453,7 +498,7 @@ for run in $(seq 1 "$RUNS"); do
 		sync
 		timed restic_host backup "$ws" >>"$state/r_inc"
 		du -sb "$ckroot/.sandboxer/store" | cut -f1 >>"$state/s_both"
-		du -sb "$state/restic-$run" | cut -f1 >>"$state/s_restic"
+		du -sb "$disk/restic-$run" | cut -f1 >>"$state/s_restic"
 	fi
 	# The restore and its baselines side by side, in turns first: what a
 	# file creation costs on ext4 depends on how many files were deleted in
@@ -462,18 +507,18 @@ for run in $(seq 1 "$RUNS"); do
 	# the run's end).
 	restore_baselines() {
 		if want checkpoint; then
-			mkdir "$state/x-$run" && sync
-			timed tar -C "$state/x-$run" -xf "$state/ws.tar" >>"$state/t_tarx"
+			mkdir "$disk/x-$run" && sync
+			timed tar -C "$disk/x-$run" -xf "$disk/ws.tar" >>"$state/t_tarx"
 		fi
 		if want checkpoint-restic; then
 			sync
-			timed restic_host restore latest --target "$state/rx-$run" >>"$state/r_restore"
+			timed restic_host restore latest --target "$disk/rx-$run" >>"$state/r_restore"
 		fi
 	}
 	[ $((run % 2)) = 0 ] || restore_baselines
 	applied t_restore w_restore "$ck" "${ck_vars[@]}" "${all_snapshots[@]}"
 	[ $((run % 2)) = 1 ] || restore_baselines
-	rm -f "$state/ws.tar"
+	rm -f "$disk/ws.tar"
 	msg="full $(last w_full) s ($(last t_full) s above plan), incremental $(last w_inc) s ($(last t_inc) s), restore $(last w_restore) s ($(last t_restore) s); store $(last s_store) B after the full"
 	if want checkpoint; then msg="$msg; tar -c | gzip -1 $(last t_gz) s ($(last s_gz) B), tar -x $(last t_tarx) s"; fi
 	if want checkpoint-restic; then msg="$msg; restic backup $(last r_full) s, again $(last r_inc) s, restore $(last r_restore) s; after both: store $(last s_both) B, restic $(last s_restic) B"; fi
@@ -541,15 +586,16 @@ restic_volume() { # $1 = volume, mounted on /data with the options $2, then rest
 	# One hostname for every container, so that a backup finds the one
 	# before it as its parent (restic looks for the host's last snapshot).
 	restic_log docker run --rm --network none --hostname sandboxer-bench -e RESTIC_PASSWORD \
-		-v "$v:/data:$opts" -v "$state/vrestic-$run:/repo" "$RESTIC_IMAGE" -r /repo --compression auto "$@"
+		-v "$v:/data:$opts" -v "$disk/vrestic-$run:/repo" "$RESTIC_IMAGE" -r /repo --compression auto "$@"
 }
 v_files=(v_full v_inc v_restore vw_full vw_inc vw_restore v_gz v_tarxz v_tarx v_stored v_changed vr_full vr_inc vr_restore v_store vr_size)
 fresh "${v_files[@]}"
 for run in $(seq 1 "$RUNS"); do
-	vroot="$(host_dir "vol-root-$run")"
+	if [ "$DISK" = journal ]; then finish_runs; fi
+	vroot="$(disk_dir "vol-root-$run")"
 	run_workspace "$vol" "$run"
 	kept_runs+=("volume $run")
-	v_vars=("${ssh_vars[@]}" -var "root_dir=$vroot" -var "repo=$vrepo" -var "compose_command=$COMPOSE")
+	v_vars=("${ssh_vars[@]}" -var "root_dir=$vroot" -var "repo=$vrepo" -var "compose_command=$PROVIDER_COMPOSE")
 	tf "$vol" apply -auto-approve "${v_vars[@]}" -var 'snapshots=["warm"]'
 	volume="$("$TERRAFORM" -chdir="$vol" output -raw project)_data"
 	in_volume "$volume" 'tar -x -C /v' <"$state/vol.tar"
@@ -561,7 +607,7 @@ for run in $(seq 1 "$RUNS"); do
 		timed sh -c 'docker run --rm -i --network none -v "$1:/v" "$2" tar -x -C /v <"$3"' sh "bench-tarx-$run" "$SANDBOXER_TEST_IMAGE" "$state/vol.tar" >>"$state/v_tarx"
 	fi
 	if want volume-restic; then
-		mkdir -p "$state/vrestic-$run"
+		mkdir -p "$disk/vrestic-$run"
 		restic_volume "$volume" ro init --repository-version 2
 		sync
 		timed restic_volume "$volume" ro backup /data >>"$state/vr_full"
@@ -578,7 +624,7 @@ for run in $(seq 1 "$RUNS"); do
 		sync
 		timed restic_volume "$volume" ro backup /data >>"$state/vr_inc"
 		du -sb "$vroot/.sandboxer/store" | cut -f1 >>"$state/v_store"
-		du -sb "$state/vrestic-$run" | cut -f1 >>"$state/vr_size"
+		du -sb "$disk/vrestic-$run" | cut -f1 >>"$state/vr_size"
 	fi
 	# The restores matching those captures, each into a fresh volume: the
 	# recipe's .tar.gz unpacked, and restic's restore of its latest
@@ -642,7 +688,7 @@ free_port() { # a port nothing listens on, from $1 up
 }
 lport_source="$(free_port $((PORT + 100)))"
 lport_accept="$(free_port $((lport_source + 1)))"
-tun_vars=("${ssh_vars[@]}" -var "root_dir=$root" -var "repo=$trepo" -var "compose_command=$COMPOSE"
+tun_vars=("${ssh_vars[@]}" -var "root_dir=$root" -var "repo=$trepo" -var "compose_command=$PROVIDER_COMPOSE"
 	-var "bytes=$((TUN_MIB * 1048576))" -var "conns=$TUN_CONNS" -var "out=$state/tun.out"
 	-var "ssh_source=127.0.0.1:$lport_source" -var "ssh_accept=127.0.0.1:$lport_accept")
 tf "$tun" apply -auto-approve "${tun_vars[@]}" -var measure_script= -var run=make
@@ -718,7 +764,7 @@ if [[ "$tfv" =~ ^Terraform\ v1\.([0-9]+)\. ]] && [ "${BASH_REMATCH[1]}" -ge 14 ]
 	first="$("$TERRAFORM" -chdir="$d2" output -json first)"
 	sid="$(printf '%s' "$first" | sed -n 's/.*"id":"\([0-9a-f]*\)".*/\1/p')"
 	project="$(printf '%s' "$first" | sed -n 's/.*"project":"\([a-z0-9-]*\)".*/\1/p')"
-	ex_vars=("${ssh_vars[@]}" -var "root_dir=$root" -var "compose_command=$COMPOSE" -var "sandbox_id=$sid")
+	ex_vars=("${ssh_vars[@]}" -var "root_dir=$root" -var "compose_command=$PROVIDER_COMPOSE" -var "sandbox_id=$sid")
 	by_hand() {
 		ssh -p "$PORT" -i "$SANDBOXER_TEST_SSH_KEY" -o BatchMode=yes -o UserKnownHostsFile="$state/known_hosts" \
 			"$BENCH_USER@127.0.0.1" "$COMPOSE -p $project exec -T app true"

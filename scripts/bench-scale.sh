@@ -40,6 +40,7 @@ N="${SANDBOXER_SCALE_N:-500}"
 BASE=10
 RUNS="${SANDBOXER_BENCH_RUNS:-3}"
 COMPOSE="${SANDBOXER_BENCH_COMPOSE:-docker compose}"
+PROVIDER_COMPOSE="${SANDBOXER_BENCH_COMPOSE:-}" # unset: detected on the host, as users get it
 PORT="${SANDBOXER_SCALE_SSH_PORT:-2296}"
 PARALLELISM=20
 
@@ -63,7 +64,7 @@ YAML
 cfg="$(devprovider_tmpdir scale)"
 cp "$REPO_ROOT/scripts/bench/apply/provider/main.tf" "$cfg/"
 vars=(-var "address=127.0.0.1:$PORT" -var "user=$SANDBOXER_TEST_SSH_USER" -var "private_key_file=$SANDBOXER_TEST_SSH_KEY"
-	-var "known_hosts_file=$state/known_hosts" -var "root_dir=$root" -var "repo=$repo" -var "compose_command=$COMPOSE")
+	-var "known_hosts_file=$state/known_hosts" -var "root_dir=$root" -var "repo=$repo" -var "compose_command=$PROVIDER_COMPOSE")
 if [ -n "${SANDBOXER_SCALE_NETWORK_OPS:-}" ]; then vars+=(-var "max_network_operations=$SANDBOXER_SCALE_NETWORK_OPS"); fi
 
 applied_n=0

@@ -429,10 +429,12 @@ type Snapshotter interface {
 // in place (desired_state): every container stops; the workspace, volumes,
 // networks and record stay. StopServices returns the status the stop left
 // (read by the same command where it can). The registry waits for
-// readiness after a start, as after a create.
+// readiness after a start, as after a create. pending (the sandbox's
+// record, when the change rewrites it) runs first: in the stop's or the
+// start's own command where it can (Pending.Take), else by itself (Flush).
 type Stopper interface {
-	StopServices(ctx context.Context, h *hosts.Host, sb *Sandbox) (Status, error)
-	StartServices(ctx context.Context, h *hosts.Host, sb *Sandbox) error
+	StopServices(ctx context.Context, h *hosts.Host, sb *Sandbox, pending *Pending) (Status, error)
+	StartServices(ctx context.Context, h *hosts.Host, sb *Sandbox, pending *Pending) error
 }
 
 // SnapshotChecker is a Snapshotter that can refuse a checkpoint of one of

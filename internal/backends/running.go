@@ -32,6 +32,41 @@ func (r *Registry) CanStop(extension string) bool {
 // ports may have changed); a stop returns the services as they are after
 // it. Both are idempotent: stopping stopped services is success.
 func (r *Registry) SetDesiredState(ctx context.Context, h *hosts.Host, sb *Sandbox, desired string) (Status, error) {
+	pending := &Pending{h: h}
+	if sb.Desired() != desired {
+		sb.SetDesired(desired)
+		pending.addRecord(sb)
+	}
+	return r.setDesiredState(ctx, h, sb, desired, pending)
+}
+
+// UpdateAndSetState is Update, then SetDesiredState, with the record's
+// write riding the stop's or the start's own command: one host command
+// fewer for each sandbox an apply stops or starts, which across a network
+// is a round trip. A change of a metered sandbox's quote is written by
+// itself first, as Update does, its hold following it.
+func (r *Registry) UpdateAndSetState(ctx context.Context, h *hosts.Host, id string, change func(*Sandbox), desired string) (*Sandbox, Status, error) {
+	sb, err := readRecord(ctx, h, id)
+	if err != nil {
+		return nil, Status{}, err
+	}
+	prior := *sb
+	change(sb)
+	if r.ledger != nil && sb.QuoteUSD != prior.QuoteUSD && sb.HourlyPriceUSD != 0 {
+		if sb, err = r.Update(ctx, h, id, change); err != nil {
+			return nil, Status{}, err
+		}
+		st, err := r.SetDesiredState(ctx, h, sb, desired)
+		return sb, st, err
+	}
+	sb.SetDesired(desired)
+	pending := &Pending{h: h}
+	pending.addRecord(sb)
+	st, err := r.setDesiredState(ctx, h, sb, desired, pending)
+	return sb, st, err
+}
+
+func (r *Registry) setDesiredState(ctx context.Context, h *hosts.Host, sb *Sandbox, desired string, pending *Pending) (Status, error) {
 	defer r.invalidateReads(ctx, h)
 	ext, err := r.Extension(sb.Extension)
 	if err != nil {
@@ -44,20 +79,14 @@ func (r *Registry) SetDesiredState(ctx context.Context, h *hosts.Host, sb *Sandb
 	if desired != DesiredStopped && desired != DesiredRunning {
 		return Status{}, fmt.Errorf("desired state %q is neither %q nor %q", desired, DesiredRunning, DesiredStopped)
 	}
-	if sb.Desired() != desired {
-		sb.SetDesired(desired)
-		if err := writeRecord(ctx, h, sb); err != nil {
-			return Status{}, err
-		}
-	}
 	ctx = tflog.SetField(ctx, "sandbox_id", sb.ID)
 	if desired == DesiredStopped {
 		tflog.Debug(ctx, "stopping the sandbox's services")
-		return stopper.StopServices(ctx, h, sb)
+		return stopper.StopServices(ctx, h, sb, pending)
 	}
 	tflog.Debug(ctx, "starting the sandbox's services")
 	took := startTimings(r.now())
-	if err := stopper.StartServices(ctx, h, sb); err != nil {
+	if err := stopper.StartServices(ctx, h, sb, pending); err != nil {
 		return Status{}, err
 	}
 	took.done(TimingStart, r.now())
@@ -80,7 +109,7 @@ func keepStopped(ctx context.Context, ext Extension, h *hosts.Host, sb *Sandbox,
 	}
 	sctx, cancel := detached(ctx)
 	defer cancel()
-	_, serr := stopper.StopServices(sctx, h, sb)
+	_, serr := stopper.StopServices(sctx, h, sb, nil)
 	return errors.Join(err, serr)
 }
 

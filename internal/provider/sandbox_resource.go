@@ -269,23 +269,19 @@ func (r *SandboxResource) Update(ctx context.Context, req resource.UpdateRequest
 	if t, err := time.Parse(time.RFC3339, plan.ExpiresAt.ValueString()); err == nil {
 		expires = &t
 	}
-	sb, err := r.data.registry.Update(ctx, h, plan.ID.ValueString(), func(sb *backends.Sandbox) {
+	change := func(sb *backends.Sandbox) {
 		sb.Labels, sb.ExpiresAt, sb.TTL = labels, expires, plan.TTL.ValueString()
 		sb.WaitForPorts = plan.WaitForPorts.ValueBool()
 		sb.SetOnExpiry(plan.OnExpiry.ValueString())
-		sb.SetDesired(plan.DesiredState.ValueString()) // recorded with the rest: SetDesiredState writes nothing more
+		sb.SetDesired(plan.DesiredState.ValueString())
 		if !plan.EstimatedCostUSD.IsNull() {
 			sb.QuoteUSD = plan.EstimatedCostUSD.ValueFloat64()
 		}
-	})
-	if err != nil {
-		resp.Diagnostics.AddError("Unable to Update Sandbox", fmt.Sprintf("Sandbox %s on host %q: %v", plan.ID.ValueString(), h.Host(), err))
-		return
 	}
-	desired := plan.DesiredState.ValueString()
-	if r.data.registry.CanStop(plan.Extension.ValueString()) && stopsOrStarts(plan, state) {
-		// The services and endpoints are what that left.
-		st, err := r.data.registry.SetDesiredState(ctx, h, sb, desired)
+	if desired := plan.DesiredState.ValueString(); r.data.registry.CanStop(plan.Extension.ValueString()) && stopsOrStarts(plan, state) {
+		// The record rides the stop's or the start's command; the services
+		// and endpoints are what that left.
+		sb, st, err := r.data.registry.UpdateAndSetState(ctx, h, plan.ID.ValueString(), change, desired)
 		if err != nil {
 			resp.Diagnostics.AddError("Unable to Update Sandbox", fmt.Sprintf("Sandbox %s on host %q, desired_state = %q: %v",
 				plan.ID.ValueString(), h.Host(), desired, err))
@@ -293,6 +289,10 @@ func (r *SandboxResource) Update(ctx context.Context, req resource.UpdateRequest
 		}
 		resp.Diagnostics.Append(plan.fromBackend(ctx, sb, st, h.EndpointHost)...)
 	} else {
+		if _, err := r.data.registry.Update(ctx, h, plan.ID.ValueString(), change); err != nil {
+			resp.Diagnostics.AddError("Unable to Update Sandbox", fmt.Sprintf("Sandbox %s on host %q: %v", plan.ID.ValueString(), h.Host(), err))
+			return
+		}
 		status, services, endpoints, waitForPorts := plan.Status, plan.Services, plan.Endpoints, plan.WaitForPorts
 		r.readBack(ctx, h, plan.ID.ValueString(), &plan, &resp.Diagnostics)
 		plan.Status, plan.Services, plan.Endpoints, plan.WaitForPorts = status, services, endpoints, waitForPorts

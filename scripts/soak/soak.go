@@ -251,8 +251,9 @@ func (s *soak) log(args []string, out []byte) {
 	if err != nil {
 		return
 	}
-	defer f.Close()
-	fmt.Fprintf(f, "=== round %d %s: terraform %s\n%s\n", s.rounds, time.Now().UTC().Format(time.RFC3339Nano), strings.Join(args, " "), out)
+	// A log that cannot be written loses a replay aid, not the run.
+	_, _ = fmt.Fprintf(f, "=== round %d %s: terraform %s\n%s\n", s.rounds, time.Now().UTC().Format(time.RFC3339Nano), strings.Join(args, " "), out)
+	_ = f.Close()
 }
 
 // strike is a fault and what it needs, drawn before the apply runs, so

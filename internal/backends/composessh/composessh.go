@@ -123,51 +123,6 @@ func (e *Extension) projectOnHost(ctx context.Context, h *hosts.Host, sb *backen
 	return st, nil
 }
 
-// noComposeCommand is compose's detection's result when the host has none.
-const noComposeCommand = "no-compose-command"
-
-// compose returns the compose argv for a host, detecting it once per host.
-// Callers that find it undetected share one detection: `docker compose
-// version` starts the compose plugin (~0.25 s of CPU), and the creates of
-// one apply all ask at once.
-func (e *Extension) compose(ctx context.Context, h *hosts.Host) ([]string, error) {
-	if e.ComposeCommand != "" {
-		return strings.Fields(e.ComposeCommand), nil
-	}
-	return e.detections.Do(ctx, h.Host(), func(ctx context.Context) ([]string, error) {
-		reply, err := hosts.Ask(ctx, h, func(m hosts.Mark) string {
-			return `if docker compose version >/dev/null 2>&1; then echo "docker compose"
-elif command -v docker-compose >/dev/null 2>&1; then echo docker-compose
-elif command -v podman-compose >/dev/null 2>&1; then echo podman-compose
-else ` + m.Result(noComposeCommand) + "; fi"
-		})
-		if err != nil {
-			return nil, err
-		}
-		if reply.Result == noComposeCommand {
-			return nil, fmt.Errorf("host %q has no compose command (tried docker compose, docker-compose, podman-compose): set compose_command or SANDBOXER_COMPOSE_CMD", h.Host())
-		}
-		return strings.Fields(string(reply.Head)), nil
-	})
-}
-
-// engine is the container CLI matching the compose command.
-func engine(compose []string) string {
-	if strings.HasPrefix(compose[0], "podman") {
-		return "podman"
-	}
-	return "docker"
-}
-
-// inWorkspace builds `cd WS && <compose> -p PROJECT -f FILE [-f OVERRIDE] args...`.
-func inWorkspace(sb *backends.Sandbox, compose []string, args ...string) string {
-	argv := append(append([]string{}, compose...), "-p", sb.ComposeProject, "-f", backends.ComposeFileOf(sb))
-	if sb.NetworkOverride {
-		argv = append(argv, "-f", overrideFor(sb))
-	}
-	return "cd -- " + hosts.Quote(sb.WorkspaceDir) + " && " + hosts.Command(append(argv, args...)...)
-}
-
 // maxRenderedInScript is the largest rendering carried in the command that
 // runs `compose up` (a larger one is written as a file of its own first):
 // a script reaches the host on a shell's or a session's input, never on a

@@ -128,3 +128,47 @@ func TestCreateAndDestroyUnderARelativeRoot(t *testing.T) {
 		t.Errorf("under the root after the destroy: %q (%v); want nothing of the sandbox", out, err)
 	}
 }
+
+// A stop or a start that an update asks for is two host commands: the
+// record's read, then one that writes the record with the change and
+// stops (or starts, and waits on the host) the stack.
+func TestStopAndStartAreTwoCommandsEach(t *testing.T) {
+	testharness.RequireDocker(t)
+	base := testharness.SSHHost(t)
+	ssh, ok := base.Transport.(*hosts.SSH)
+	if !ok {
+		t.Fatalf("the harness host's transport is a %T", base.Transport)
+	}
+	tr := &counted{SSH: ssh}
+	h := &hosts.Host{Transport: tr, RootDir: base.RootDir}
+	reg := backends.NewRegistry(composessh.New(os.Getenv("SANDBOXER_COMPOSE_CMD")))
+	repo := testharness.ComposeRepo(t, testharness.Image(t), "web", "worker")
+	sb, err := reg.Create(ctx(t), backends.Request{ID: backends.NewID(), Profile: profile(t), Host: h, Inputs: map[string]string{"repo": repo}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = reg.Destroy(context.Background(), h, sb.ID) })
+	for _, step := range []struct {
+		desired, state string
+		label          string
+	}{{backends.DesiredStopped, backends.StatusStopped, "night"}, {backends.DesiredRunning, backends.StatusReady, "day"}} {
+		before := tr.n.Load()
+		_, st, err := reg.UpdateAndSetState(ctx(t), h, sb.ID, func(sb *backends.Sandbox) { sb.Labels = map[string]string{"when": step.label} }, step.desired)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := tr.n.Load() - before; got != 2 {
+			t.Errorf("setting %s took %d host commands, want 2", step.desired, got)
+		}
+		if st.State != step.state {
+			t.Errorf("after setting %s the sandbox is %s, want %s", step.desired, st.State, step.state)
+		}
+		got, st, err := reg.Get(ctx(t), h, sb.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Desired() != step.desired || got.Labels["when"] != step.label || st.State != step.state {
+			t.Errorf("on the host after setting %s: desired %s, labels %v, state %s", step.desired, got.Desired(), got.Labels, st.State)
+		}
+	}
+}

@@ -10,43 +10,53 @@ import (
 
 var _ backends.Stopper = (*Extension)(nil)
 
-// StopServices is `compose stop` of the sandbox's own project, and the
-// status after it, in one command.
-func (e *Extension) StopServices(ctx context.Context, h *hosts.Host, sb *backends.Sandbox) (backends.Status, error) {
+// StopServices is what is pending, `compose stop` of the sandbox's own
+// project, and the status after it, in one command.
+func (e *Extension) StopServices(ctx context.Context, h *hosts.Host, sb *backends.Sandbox, pending *backends.Pending) (backends.Status, error) {
 	compose, err := e.compose(ctx, h)
 	if err != nil {
 		return backends.Status{}, err
 	}
-	reply, err := hosts.Ask(ctx, h, func(m hosts.Mark) string {
-		return inWorkspace(sb, compose, stopArgs...) + " || exit $?\n" + m.Section(statusAfterUp, "") + "\n" + statusScript(sb, compose) + "\n"
+	outcome := func(_ hosts.Reply, err error) error { return err } // until the command is built
+	reply, err := hosts.AskPrivately(ctx, h, "stopping sandbox "+sb.ID, func(m hosts.Mark) string {
+		var work string
+		work, outcome = pending.Take(m)
+		return work + inWorkspace(sb, compose, stopArgs...) + " || exit $?\n" + m.Section(statusAfterUp, "") + "\n" + statusScript(sb, compose) + "\n"
 	})
-	if err != nil {
+	if err = outcome(reply, err); err != nil {
 		return backends.Status{}, fmt.Errorf("unable to stop sandbox %s: %w", sb.ID, err)
 	}
-	for _, s := range reply.Sections { // statusAfterUp
-		return parseStatus(string(s.Body), sb), nil
+	for _, s := range reply.Sections {
+		if s.Kind == statusAfterUp {
+			return parseStatus(string(s.Body), sb), nil
+		}
 	}
 	return backends.Status{}, fmt.Errorf("unable to stop sandbox %s: its status after the stop is missing", sb.ID)
 }
 
-// StartServices is `compose start`: the containers as they were created,
-// with their volumes and networks (an in-place restore's Start brings the
-// stack `up` instead, to take a restored compose file); the same command
-// takes WaitReady's first look.
-func (e *Extension) StartServices(ctx context.Context, h *hosts.Host, sb *backends.Sandbox) error {
+// StartServices is what is pending, then `compose start`: the containers
+// as they were created, with their volumes and networks (an in-place
+// restore's Start brings the stack `up` instead, to take a restored
+// compose file); the same command takes WaitReady's first look.
+func (e *Extension) StartServices(ctx context.Context, h *hosts.Host, sb *backends.Sandbox, pending *backends.Pending) error {
 	compose, err := e.compose(ctx, h)
 	if err != nil {
 		return err
 	}
-	reply, err := hosts.Ask(ctx, h, func(m hosts.Mark) string {
-		return inWorkspace(sb, compose, "start") + " || exit $?\n" + settleScript(ctx, sb, compose) +
+	outcome := func(_ hosts.Reply, err error) error { return err } // until the command is built
+	reply, err := hosts.AskPrivately(ctx, h, "starting sandbox "+sb.ID, func(m hosts.Mark) string {
+		var work string
+		work, outcome = pending.Take(m)
+		return work + inWorkspace(sb, compose, "start") + " || exit $?\n" + settleScript(ctx, sb, compose) +
 			m.Section(statusAfterUp, "") + "\n{ " + statusScript(sb, compose) + "; } || true\n"
 	})
-	if err != nil {
+	if err = outcome(reply, err); err != nil {
 		return fmt.Errorf("unable to start sandbox %s: %w", sb.ID, err)
 	}
-	for _, s := range reply.Sections { // statusAfterUp
-		e.firstStatus.Store(sb.ID, string(s.Body))
+	for _, s := range reply.Sections {
+		if s.Kind == statusAfterUp {
+			e.firstStatus.Store(sb.ID, string(s.Body))
+		}
 	}
 	return nil
 }

@@ -15,7 +15,10 @@ var _ backends.Stopper = (*Extension)(nil)
 // until their tasks have stopped; the services, networks and volumes stay.
 // (Stop, for an in-place restore, removes the services instead: the
 // restored compose file deploys them again.)
-func (e *Extension) StopServices(ctx context.Context, h *hosts.Host, sb *backends.Sandbox) (backends.Status, error) {
+func (e *Extension) StopServices(ctx context.Context, h *hosts.Host, sb *backends.Sandbox, pending *backends.Pending) (backends.Status, error) {
+	if err := pending.Flush(ctx); err != nil {
+		return backends.Status{}, err
+	}
 	args, err := scaleArgs(sb, true)
 	if err != nil {
 		return backends.Status{}, err
@@ -28,7 +31,10 @@ func (e *Extension) StopServices(ctx context.Context, h *hosts.Host, sb *backend
 
 // StartServices scales every service back to the replicas its compose
 // file declares; WaitReady then waits for them.
-func (e *Extension) StartServices(ctx context.Context, h *hosts.Host, sb *backends.Sandbox) error {
+func (e *Extension) StartServices(ctx context.Context, h *hosts.Host, sb *backends.Sandbox, pending *backends.Pending) error {
+	if err := pending.Flush(ctx); err != nil {
+		return err
+	}
 	args, err := scaleArgs(sb, false)
 	if err != nil {
 		return err
