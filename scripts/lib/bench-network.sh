@@ -54,7 +54,8 @@ net_peer_build() {
 }
 
 network_measure() {
-	local rtt run peer_dir peer_tfrc
+	local rtt run peer_dir
+	peer_tfrc="" # global: pr runs in network_cleanup, on exit
 	log "network rows: apply, plan and destroy of $N sandboxes at RTTs of ${NET_RTTS// /, } ms, $RUNS runs"
 	toxiproxy_start "$NET_API_PORT"
 	toxiproxy_proxy bench-ssh "127.0.0.1:$NET_PORT" "127.0.0.1:$PORT"
