@@ -40,6 +40,18 @@ func (c *counted) WriteFileAtomic(ctx context.Context, p string, r io.Reader, mo
 	return c.SSH.WriteFileAtomic(ctx, p, r, mode)
 }
 
+// countedHost is the harness's SSH host behind a counted transport.
+func countedHost(t *testing.T) (*counted, *hosts.Host) {
+	t.Helper()
+	base := testharness.SSHHost(t)
+	ssh, ok := base.Transport.(*hosts.SSH)
+	if !ok {
+		t.Fatalf("the harness host's transport is a %T", base.Transport)
+	}
+	tr := &counted{SSH: ssh}
+	return tr, &hosts.Host{Transport: tr, RootDir: base.RootDir}
+}
+
 // Across a network each host command is a round trip: a create of a
 // compose sandbox ready at its first look is two commands (its record,
 // workspace, `compose up` and the wait on the host in one, then the ready
@@ -49,13 +61,7 @@ func (c *counted) WriteFileAtomic(ctx context.Context, p string, r io.Reader, mo
 // by a first create, before counting.
 func TestCreateAndDestroyAreTwoCommandsEach(t *testing.T) {
 	testharness.RequireDocker(t)
-	base := testharness.SSHHost(t)
-	ssh, ok := base.Transport.(*hosts.SSH)
-	if !ok {
-		t.Fatalf("the harness host's transport is a %T", base.Transport)
-	}
-	tr := &counted{SSH: ssh}
-	h := &hosts.Host{Transport: tr, RootDir: base.RootDir}
+	tr, h := countedHost(t)
 	compose := os.Getenv("SANDBOXER_COMPOSE_CMD")
 	if compose == "" {
 		compose = "docker compose"
@@ -134,13 +140,7 @@ func TestCreateAndDestroyUnderARelativeRoot(t *testing.T) {
 // stops (or starts, and waits on the host) the stack.
 func TestStopAndStartAreTwoCommandsEach(t *testing.T) {
 	testharness.RequireDocker(t)
-	base := testharness.SSHHost(t)
-	ssh, ok := base.Transport.(*hosts.SSH)
-	if !ok {
-		t.Fatalf("the harness host's transport is a %T", base.Transport)
-	}
-	tr := &counted{SSH: ssh}
-	h := &hosts.Host{Transport: tr, RootDir: base.RootDir}
+	tr, h := countedHost(t)
 	reg := backends.NewRegistry(composessh.New(os.Getenv("SANDBOXER_COMPOSE_CMD")))
 	repo := testharness.ComposeRepo(t, testharness.Image(t), "web", "worker")
 	sb, err := reg.Create(ctx(t), backends.Request{ID: backends.NewID(), Profile: profile(t), Host: h, Inputs: map[string]string{"repo": repo}})
