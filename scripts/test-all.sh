@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test on real parts, on a fresh machine or a warm one:
 # installs and starts the harness (docker engine, two sshd on loopback, a
-# non-root user in the docker group, a three-node swarm), obtains Terraform, OpenTofu and docker
+# non-root user in the docker group, a three-node swarm, a one-node
+# Kubernetes cluster), obtains Terraform, OpenTofu and docker
 # compose v2 (cached), then runs the unit and backend tests, the acceptance
 # tests once with each CLI (compose v2, the host's default), an upgrade from
 # the newest release with each CLI (its state planned empty), the actions and
@@ -21,6 +22,10 @@ source "$env_file"
 # A three-node Docker Swarm (network namespaces on this machine) for the
 # ext.swarm tests; the tests read its env file themselves.
 bash scripts/harness/swarm.sh up >/dev/null
+# A one-node Kubernetes cluster (a network namespace and a containerd of its
+# own) for ext.compose-k8s; built once into the tools cache (~10 minutes
+# cold), up in ~10 s after that.
+bash scripts/harness/cluster.sh up >/dev/null
 # A failed tool build stops here, with the tail of its log (tools.sh prints it).
 tools_out="$(bash scripts/harness/tools.sh all)" || { echo "test-all.sh: ERROR: obtaining the CLIs failed (see above)" >&2; exit 1; }
 eval "$(printf '%s\n' "$tools_out" | sed 's/^/export /')"

@@ -31,8 +31,9 @@ func load() {
 		home, _ := os.UserHomeDir()
 		dir = filepath.Join(home, ".cache", "sandboxer-harness")
 	}
-	// env is up.sh's; swarm_env, when there, swarm.sh's.
-	for _, name := range []string{"env", "swarm_env"} {
+	// env is up.sh's; swarm_env and cluster/env, when there, swarm.sh's
+	// and cluster.sh's.
+	for _, name := range []string{"env", "swarm_env", filepath.Join("cluster", "env")} {
 		loadFile(filepath.Join(dir, name))
 	}
 }

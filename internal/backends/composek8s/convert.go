@@ -212,6 +212,8 @@ func (c *converter) service(name string, svc types.ServiceConfig) {
 	default:
 		c.errorf(append(at, "pull_policy"), "service %q: pull_policy %q has no counterpart on a cluster (it pulls, never builds, by imagePullPolicy); write `always`, `never` or `missing`", name, svc.PullPolicy)
 	}
+	// No service links: compose puts no <SERVICE>_PORT variables in a
+	// container's environment, and a stack's own names could collide.
 	pod := corev1.PodSpec{Hostname: svc.Hostname, EnableServiceLinks: new(bool)}
 	c.security(name, svc, &ctr, &pod)
 	c.environment(name, &ctr)
@@ -226,9 +228,9 @@ func (c *converter) service(name string, svc types.ServiceConfig) {
 		pod.TerminationGracePeriodSeconds = &s
 	}
 	if svc.Platform != "" {
-		os, arch, _ := strings.Cut(svc.Platform, "/")
+		osName, arch, _ := strings.Cut(svc.Platform, "/")
 		arch, _, _ = strings.Cut(arch, "/")
-		pod.NodeSelector = map[string]string{"kubernetes.io/os": os}
+		pod.NodeSelector = map[string]string{"kubernetes.io/os": osName}
 		if arch != "" {
 			pod.NodeSelector["kubernetes.io/arch"] = arch
 		}

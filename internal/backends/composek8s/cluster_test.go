@@ -1,0 +1,169 @@
+package composek8s_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/backends"
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/backends/composek8s"
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/testharness"
+)
+
+// A stack with a one-shot init, a service with a healthcheck, and a web
+// service depending on both, published: on a real cluster it comes up in
+// its order, is ready, answers at its endpoint, reaches its dependency by
+// name, and its teardown leaves nothing of it.
+func TestStackRunsOnACluster(t *testing.T) {
+	cl := testharness.StartedCluster(t)
+	img := testharness.Image(t)
+	l := load(t, map[string]string{"compose.yaml": `
+services:
+  init:
+    image: ` + img + `
+    pull_policy: never
+    restart: "no"
+    command: ["sh", "-c", "echo migrated"]
+  db:
+    image: ` + img + `
+    pull_policy: never
+    command: ["sh", "-c", "mkdir -p /www && echo db-answer > /www/index.html && touch /tmp/ok && exec httpd -f -p 5432 -h /www"]
+    healthcheck:
+      test: ["CMD", "test", "-f", "/tmp/ok"]
+      interval: 1s
+    stop_grace_period: 1s
+  web:
+    image: ` + img + `
+    pull_policy: never
+    # db by its name, on a port it never declared (as in compose); busybox
+    # httpd ignores SIGTERM, hence the short grace periods.
+    command: ["sh", "-c", "cp /repo-site/index.html /data/ && printf 'GET / HTTP/1.0\\r\\n\\r\\n' | nc -w 5 db 5432 | tail -n 1 > /data/db.txt && exec httpd -f -p 8080 -h /data"]
+    stop_grace_period: 1s
+    ports: ["8080"]
+    volumes:
+      - ./site:/repo-site
+      - data:/data
+    depends_on:
+      init:
+        condition: service_completed_successfully
+      db:
+        condition: service_healthy
+volumes:
+  data: {}
+`, "site/index.html": "hello from the repo\n"})
+	o := opts()
+	o.ID = backends.NewID()
+	o.StorageClass = cl.StorageClass
+	objs, err := composek8s.Convert(l, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	ns := objs.Namespace.Name
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		_ = composek8s.Teardown(ctx, cl.Client, ns) // best effort: the test's own teardown checks it
+	})
+
+	if err := composek8s.Create(ctx, cl.Cluster, objs, l.Repo, img); err != nil {
+		t.Fatal(err)
+	}
+	st, err := composek8s.WaitReady(ctx, cl.Client, objs)
+	if err != nil {
+		t.Fatalf("not ready: %v (%s)", err, backends.Describe(st.Services))
+	}
+	if got := backends.Describe(st.Services); got != "init=completed, db=running, web=running" && got != "db=running, init=completed, web=running" {
+		t.Errorf("services %s", got)
+	}
+	eps, err := composek8s.Endpoints(ctx, cl.Client, objs, cl.NodeAddress)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := composek8s.WaitPublished(ctx, eps); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Get("http://" + eps["web:8080"] + "/")
+	if err != nil {
+		t.Fatalf("endpoint %s: %v", eps["web:8080"], err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if string(body) != "hello from the repo\n" {
+		t.Errorf("web answered %q", body)
+	}
+	resp, err = http.Get("http://" + eps["web:8080"] + "/db.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ = io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if string(body) != "db-answer\n" {
+		t.Errorf("web read %q from db by its name, want db's answer", body)
+	}
+
+	if err := composek8s.Teardown(ctx, cl.Client, ns); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.Client.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("namespace %s after teardown: %v", ns, err)
+	}
+	pvs, err := cl.Client.CoreV1().PersistentVolumes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pv := range pvs.Items {
+		if ref := pv.Spec.ClaimRef; ref != nil && ref.Namespace == ns {
+			t.Errorf("volume %s still bound to %s/%s (%s)", pv.Name, ns, ref.Name, pv.Status.Phase)
+		}
+	}
+}
+
+// A service that cannot start fails the wait at once, not at its
+// timeout, naming the service, its pod and why.
+func TestServiceThatCannotStartIsDiagnosed(t *testing.T) {
+	cl := testharness.StartedCluster(t)
+	l := load(t, map[string]string{"compose.yaml": `
+services:
+  app:
+    image: sandboxer-absent:1
+    pull_policy: never
+`})
+	o := opts()
+	o.ID = backends.NewID()
+	objs, err := composek8s.Convert(l, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	t.Cleanup(func() {
+		if err := composek8s.Teardown(context.Background(), cl.Client, objs.Namespace.Name); err != nil {
+			t.Error(err)
+		}
+	})
+	if err := composek8s.Create(ctx, cl.Cluster, objs, l.Repo, ""); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_, err = composek8s.WaitReady(ctx, cl.Client, objs)
+	if err == nil {
+		t.Fatal("ready with an image the node does not have")
+	}
+	t.Logf("the diagnostic:\n%v", err)
+	for _, want := range []string{"service app", "ErrImageNeverPull", "pod app-", "sandboxer-absent:1"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the error does not say %q:\n%v", want, err)
+		}
+	}
+	if took := time.Since(start); took > time.Minute {
+		t.Errorf("the wait took %s to fail", took)
+	}
+}
