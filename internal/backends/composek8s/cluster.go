@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8stypes "k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/backends"
@@ -33,6 +34,18 @@ var pollInterval = 500 * time.Millisecond
 // depends_on ask of the ones before hold.
 func Create(ctx context.Context, c *clusters.Cluster, o *Objects, repoDir, helperImage string) error {
 	cl, ns := c.Client, o.Namespace.Name
+	// A class the cluster lacks would leave every claim pending, and the
+	// wait would only time out: said now, before anything is made.
+	for _, pvc := range o.Claims {
+		if sc := pvc.Spec.StorageClassName; sc != nil && *sc != "" {
+			if _, err := cl.StorageV1().StorageClasses().Get(ctx, *sc, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+				return fmt.Errorf("cluster %q has no storage class %q (the cluster block's storage_class), which volume %q asks for", c.Name, *sc, pvc.Name)
+			} else if err != nil {
+				return fmt.Errorf("storage class %s: %w", *sc, err)
+			}
+			break
+		}
+	}
 	if _, err := cl.CoreV1().Namespaces().Create(ctx, o.Namespace, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("namespace %s: %w", ns, err)
 	}
@@ -259,7 +272,7 @@ func WaitReady(ctx context.Context, cl kubernetes.Interface, o *Objects) (backen
 		if err != nil {
 			return backends.Status{}, err
 		}
-		st := s.status(services)
+		st := s.status(o)
 		if st.State == backends.StatusReady {
 			return st, nil
 		}
@@ -289,13 +302,15 @@ func Inspect(ctx context.Context, cl kubernetes.Interface, o *Objects) (backends
 	if err != nil {
 		return backends.Status{}, err
 	}
-	return s.status(slices.Concat(o.Levels...)), nil
+	return s.status(o), nil
 }
 
 // status is each declared service's state: a Job's completed (ready),
-// running or failed; a Deployment's running once all its replicas are
-// ready, else starting, or missing.
-func (s *seen) status(services []string) backends.Status {
+// running or exited; a Deployment's running once the replicas its file
+// declares are ready, starting before, exited when scaled to 0 (stopped),
+// scaled when it runs another number (drift), or missing.
+func (s *seen) status(o *Objects) backends.Status {
+	services := slices.Concat(o.Levels...)
 	st := backends.Status{}
 	ready, up := 0, 0
 	for _, svc := range services {
@@ -312,13 +327,13 @@ func (s *seen) status(services []string) backends.Status {
 				state = "exited"
 			}
 		} else if d, ok := s.deployments[svc]; ok {
-			want := int32(1)
-			if d.Spec.Replicas != nil {
-				want = *d.Spec.Replicas
-			}
+			want, live := replicas(find(o.Deployments, svc)), replicas(&d)
 			switch {
-			case want == 0:
+			case live == 0:
 				state = "exited"
+			case live != want:
+				state = "scaled"
+				up++
 			case d.Status.ReadyReplicas >= want:
 				state = "running"
 				ready++
@@ -332,6 +347,77 @@ func (s *seen) status(services []string) backends.Status {
 	}
 	st.State = backends.SandboxState(true, len(services), ready, up)
 	return st
+}
+
+// replicas is a Deployment's replicas (1 when unset, as the API defaults
+// it; 0 for none).
+func replicas(d *appsv1.Deployment) int32 {
+	switch {
+	case d == nil:
+		return 0
+	case d.Spec.Replicas == nil:
+		return 1
+	default:
+		return *d.Spec.Replicas
+	}
+}
+
+// Stop scales every Deployment to 0 and returns once none of their pods
+// is left; Jobs, claims and everything else stay (desired_state =
+// "stopped").
+func Stop(ctx context.Context, cl kubernetes.Interface, o *Objects) (backends.Status, error) {
+	ns := o.Namespace.Name
+	for _, d := range o.Deployments {
+		if err := scale(ctx, cl, ns, d.Name, 0); err != nil {
+			return backends.Status{}, err
+		}
+	}
+	for {
+		s, err := read(ctx, cl, ns)
+		if err != nil {
+			return backends.Status{}, err
+		}
+		var left []string
+		for _, d := range o.Deployments {
+			for _, p := range s.pods[d.Name] {
+				left = append(left, p.Name)
+			}
+		}
+		if len(left) == 0 {
+			return s.status(o), nil
+		}
+		if err := pause(ctx); err != nil {
+			return backends.Status{}, fmt.Errorf("pods %s are still stopping: %w", strings.Join(left, ", "), err)
+		}
+	}
+}
+
+// Start scales each Deployment back to the replicas its file declares, in
+// depends_on order as at create; the caller then waits for readiness.
+func Start(ctx context.Context, cl kubernetes.Interface, o *Objects) error {
+	for i, level := range o.Levels {
+		if i > 0 {
+			if err := waitFor(ctx, cl, o, level); err != nil {
+				return err
+			}
+		}
+		for _, svc := range level {
+			if d := find(o.Deployments, svc); d != nil {
+				if err := scale(ctx, cl, o.Namespace.Name, svc, replicas(d)); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func scale(ctx context.Context, cl kubernetes.Interface, ns, name string, n int32) error {
+	patch := fmt.Appendf(nil, `{"spec":{"replicas":%d}}`, n)
+	if _, err := cl.AppsV1().Deployments(ns).Patch(ctx, name, k8stypes.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		return fmt.Errorf("scaling deployment %s/%s to %d: %w", ns, name, n, err)
+	}
+	return nil
 }
 
 // Endpoints are the published ports at nodeAddress: each endpoint key to

@@ -10,6 +10,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8stypes "k8s.io/apimachinery/pkg/types"
 
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/backends"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/backends/composek8s"
@@ -165,5 +166,126 @@ services:
 	}
 	if took := time.Since(start); took > time.Minute {
 		t.Errorf("the wait took %s to fail", took)
+	}
+}
+
+// Stopped, a sandbox runs no pod and keeps its volume; started again it
+// is ready with the same data, and a Deployment scaled out of band shows.
+func TestStopAndStartKeepTheVolume(t *testing.T) {
+	cl := testharness.StartedCluster(t)
+	img := testharness.Image(t)
+	l := load(t, map[string]string{"compose.yaml": `
+services:
+  web:
+    image: ` + img + `
+    pull_policy: never
+    # A token made once, on the volume; busybox httpd ignores SIGTERM.
+    command: ["sh", "-c", "[ -f /data/token ] || cat /proc/sys/kernel/random/uuid > /data/token; exec httpd -f -p 8080 -h /data"]
+    stop_grace_period: 1s
+    ports: ["8080"]
+    volumes: ["data:/data"]
+volumes:
+  data: {}
+`})
+	o := opts()
+	o.ID = backends.NewID()
+	o.StorageClass = cl.StorageClass
+	objs, err := composek8s.Convert(l, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	t.Cleanup(func() {
+		if err := composek8s.Teardown(context.Background(), cl.Client, objs.Namespace.Name); err != nil {
+			t.Error(err)
+		}
+	})
+	token := func() string {
+		t.Helper()
+		if _, err := composek8s.WaitReady(ctx, cl.Client, objs); err != nil {
+			t.Fatal(err)
+		}
+		eps, err := composek8s.Endpoints(ctx, cl.Client, objs, cl.NodeAddress)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := composek8s.WaitPublished(ctx, eps); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.Get("http://" + eps["web:8080"] + "/token")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = resp.Body.Close() }()
+		b, _ := io.ReadAll(resp.Body)
+		if len(b) < 32 {
+			t.Fatalf("token %q", b)
+		}
+		return string(b)
+	}
+	if err := composek8s.Create(ctx, cl.Cluster, objs, l.Repo, ""); err != nil {
+		t.Fatal(err)
+	}
+	first := token()
+
+	st, err := composek8s.Stop(ctx, cl.Client, objs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.State != backends.StatusStopped || backends.Describe(st.Services) != "web=exited" {
+		t.Errorf("after the stop: %s (%s)", st.State, backends.Describe(st.Services))
+	}
+	pods, err := cl.Client.CoreV1().Pods(objs.Namespace.Name).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pods.Items) != 0 {
+		t.Errorf("%d pods left after the stop", len(pods.Items))
+	}
+	claims, err := cl.Client.CoreV1().PersistentVolumeClaims(objs.Namespace.Name).List(ctx, metav1.ListOptions{})
+	if err != nil || len(claims.Items) != 1 {
+		t.Fatalf("claims after the stop: %v %v", claims, err)
+	}
+
+	if err := composek8s.Start(ctx, cl.Client, objs); err != nil {
+		t.Fatal(err)
+	}
+	if again := token(); again != first {
+		t.Errorf("the volume's token is %q after a start, was %q", again, first)
+	}
+
+	// Scaled out of band: drift, not ready.
+	patch := []byte(`{"spec":{"replicas":2}}`)
+	if _, err := cl.Client.AppsV1().Deployments(objs.Namespace.Name).Patch(ctx, "web", k8stypes.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	st, err = composek8s.Inspect(ctx, cl.Client, objs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.State == backends.StatusReady || backends.Describe(st.Services) != "web=scaled" {
+		t.Errorf("scaled out of band: %s (%s)", st.State, backends.Describe(st.Services))
+	}
+}
+
+// A storage class the cluster lacks is refused before anything is made.
+func TestAbsentStorageClassMakesNothing(t *testing.T) {
+	cl := testharness.StartedCluster(t)
+	l := load(t, map[string]string{"compose.yaml": "services:\n  app:\n    image: busybox\n    volumes: [\"data:/data\"]\nvolumes:\n  data: {}\n"})
+	o := opts()
+	o.ID = backends.NewID()
+	o.StorageClass = "absent-class"
+	objs, err := composek8s.Convert(l, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	err = composek8s.Create(ctx, cl.Cluster, objs, l.Repo, "")
+	if err == nil || !strings.Contains(err.Error(), `no storage class "absent-class"`) {
+		t.Fatalf("want the class refused, got %v", err)
+	}
+	if _, err := cl.Client.CoreV1().Namespaces().Get(ctx, objs.Namespace.Name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("namespace %s after a refused create: %v", objs.Namespace.Name, err)
 	}
 }
