@@ -1,7 +1,9 @@
 package composek8s_test
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"strings"
@@ -108,6 +110,34 @@ volumes:
 	_ = resp.Body.Close()
 	if string(body) != "db-answer\n" {
 		t.Errorf("web read %q from db by its name, want db's answer", body)
+	}
+
+	// Day two through the API: a command's output, error and exit code,
+	// a working directory; one-shot logs.
+	var out, errOut bytes.Buffer
+	res, err := composek8s.Exec(ctx, cl.Cluster, objs, backends.ExecRequest{Service: "web",
+		Command: []string{"sh", "-c", "echo out; echo err >&2; exit 3"}, Stdout: &out, Stderr: &errOut})
+	if err != nil || res.ExitCode != 3 || out.String() != "out\n" || errOut.String() != "err\n" {
+		t.Errorf("exec: %+v %v, stdout %q, stderr %q", res, err, out.String(), errOut.String())
+	}
+	out.Reset()
+	errOut.Reset()
+	if res, err := composek8s.Exec(ctx, cl.Cluster, objs, backends.ExecRequest{Service: "web", Command: []string{"pwd"}, Workdir: "/data", Stdout: &out, Stderr: &errOut}); err != nil || res.ExitCode != 0 || out.String() != "/data\n" {
+		t.Errorf("exec in /data: %+v %v %q %q", res, err, out.String(), errOut.String())
+	}
+	out.Reset()
+	if res, err := composek8s.Exec(ctx, cl.Cluster, objs, backends.ExecRequest{Service: "web", Command: []string{"pwd"}, Stdout: &out}); err != nil || res.ExitCode != 0 || out.String() != "/\n" {
+		t.Errorf("exec, stderr merged: %+v %v %q", res, err, out.String())
+	}
+	if _, err := composek8s.Exec(ctx, cl.Cluster, objs, backends.ExecRequest{Service: "init", Command: []string{"true"}}); !errors.Is(err, backends.ErrServiceNotRunning) {
+		t.Errorf("exec in a completed job: %v, want %v", err, backends.ErrServiceNotRunning)
+	}
+	if _, err := composek8s.Exec(ctx, cl.Cluster, objs, backends.ExecRequest{Service: "web", Command: []string{"true"}, Env: map[string]string{"TOKEN": "x"}}); err == nil {
+		t.Error("exec with env ran: its values would be on the container's command line")
+	}
+	out.Reset()
+	if err := composek8s.Logs(ctx, cl.Cluster, objs, []string{"init"}, 0, 0, &out); err != nil || out.String() != "init | migrated\n" {
+		t.Errorf("logs of init: %v %q", err, out.String())
 	}
 
 	if err := composek8s.Teardown(ctx, cl.Client, ns); err != nil {
