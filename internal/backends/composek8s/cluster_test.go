@@ -140,6 +140,22 @@ volumes:
 		t.Errorf("logs of init: %v %q", err, out.String())
 	}
 
+	// A tunnel to db, which publishes nothing, through the API server.
+	fwd, err := composek8s.OpenForward(ctx, cl.Cluster, objs, "db", 5432, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err = http.Get("http://" + fwd.Addr + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ = io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	fwd.Close()
+	if string(body) != "db-answer\n" {
+		t.Errorf("db through the tunnel answered %q", body)
+	}
+
 	if err := composek8s.Teardown(ctx, cl.Client, ns); err != nil {
 		t.Fatal(err)
 	}
