@@ -446,6 +446,39 @@ func Endpoints(ctx context.Context, cl kubernetes.Interface, o *Objects, nodeAdd
 // success.
 func Teardown(ctx context.Context, cl kubernetes.Interface, ns string) error {
 	background := metav1.DeletePropagationBackground
+	// The workloads, their pods and the claims first, each waited for: the
+	// namespace controller, finding pods still terminating or claims held
+	// by their finalizer, comes back only seconds later (11 s of a 15 s
+	// teardown here); an empty namespace goes at its first pass.
+	del := metav1.DeleteOptions{PropagationPolicy: &background}
+	all := metav1.ListOptions{}
+	errs := []error{
+		cl.AppsV1().Deployments(ns).DeleteCollection(ctx, del, all),
+		cl.BatchV1().Jobs(ns).DeleteCollection(ctx, del, all),
+		cl.CoreV1().Pods(ns).DeleteCollection(ctx, del, all),
+		cl.CoreV1().PersistentVolumeClaims(ns).DeleteCollection(ctx, del, all),
+	}
+	for _, err := range errs {
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("deleting the workloads of namespace %s: %w", ns, err)
+		}
+	}
+	for {
+		pods, err := cl.CoreV1().Pods(ns).List(ctx, all)
+		if err != nil {
+			return fmt.Errorf("listing the pods of namespace %s: %w", ns, err)
+		}
+		claims, err := cl.CoreV1().PersistentVolumeClaims(ns).List(ctx, all)
+		if err != nil {
+			return fmt.Errorf("listing the claims of namespace %s: %w", ns, err)
+		}
+		if len(pods.Items) == 0 && len(claims.Items) == 0 {
+			break
+		}
+		if err := pause(ctx); err != nil {
+			return fmt.Errorf("%d pods and %d claims of namespace %s are still going: %w", len(pods.Items), len(claims.Items), ns, err)
+		}
+	}
 	err := cl.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{PropagationPolicy: &background})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("deleting namespace %s: %w", ns, err)

@@ -156,9 +156,11 @@ volumes:
 		t.Errorf("db through the tunnel answered %q", body)
 	}
 
+	began := time.Now()
 	if err := composek8s.Teardown(ctx, cl.Client, ns); err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("teardown took %s", time.Since(began).Round(100*time.Millisecond))
 	if _, err := cl.Client.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("namespace %s after teardown: %v", ns, err)
 	}
