@@ -218,7 +218,8 @@ services:
 }
 
 // Stopped, a sandbox runs no pod and keeps its volume; started again it
-// is ready with the same data, and a Deployment scaled out of band shows.
+// is ready with the same data; a Deployment scaled or deleted out of band
+// shows as drift.
 func TestStopAndStartKeepTheVolume(t *testing.T) {
 	cl := testharness.StartedCluster(t)
 	img := testharness.Image(t)
@@ -314,6 +315,17 @@ volumes:
 	}
 	if st.State == backends.StatusReady || backends.Describe(st.Services) != "web=scaled" {
 		t.Errorf("scaled out of band: %s (%s)", st.State, backends.Describe(st.Services))
+	}
+	// Deleted out of band: missing.
+	if err := cl.Client.AppsV1().Deployments(objs.Namespace.Name).Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	st, err = composek8s.Inspect(ctx, cl.Client, objs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.State != backends.StatusStopped || backends.Describe(st.Services) != "web=missing" {
+		t.Errorf("deleted out of band: %s (%s)", st.State, backends.Describe(st.Services))
 	}
 }
 
