@@ -86,6 +86,24 @@ func Create(ctx context.Context, c *clusters.Cluster, o *Objects, repoDir, helpe
 			return err
 		}
 	}
+	return inOrder(ctx, cl, o, func(svc string) error {
+		if d := find(o.Deployments, svc); d != nil {
+			_, err := cl.AppsV1().Deployments(ns).Create(ctx, d, opts)
+			if err := create("Deployment", svc, err); err != nil {
+				return err
+			}
+		}
+		if j := find(o.Jobs, svc); j != nil {
+			_, err := cl.BatchV1().Jobs(ns).Create(ctx, j, opts)
+			return create("Job", svc, err)
+		}
+		return nil
+	})
+}
+
+// inOrder calls each for the services level by level, each level once
+// what its services' depends_on ask of the levels before holds.
+func inOrder(ctx context.Context, cl kubernetes.Interface, o *Objects, each func(svc string) error) error {
 	for i, level := range o.Levels {
 		if i > 0 {
 			if err := waitFor(ctx, cl, o, level); err != nil {
@@ -93,17 +111,8 @@ func Create(ctx context.Context, c *clusters.Cluster, o *Objects, repoDir, helpe
 			}
 		}
 		for _, svc := range level {
-			if d := find(o.Deployments, svc); d != nil {
-				_, err := cl.AppsV1().Deployments(ns).Create(ctx, d, opts)
-				if err := create("Deployment", svc, err); err != nil {
-					return err
-				}
-			}
-			if j := find(o.Jobs, svc); j != nil {
-				_, err := cl.BatchV1().Jobs(ns).Create(ctx, j, opts)
-				if err := create("Job", svc, err); err != nil {
-					return err
-				}
+			if err := each(svc); err != nil {
+				return err
 			}
 		}
 	}

@@ -599,25 +599,23 @@ func (c *converter) resources(svc types.ServiceConfig) corev1.ResourceRequiremen
 	if cpus == 0 {
 		cpus = c.opts.Rules.Default.CPUs
 	}
-	if mem > 0 || cpus > 0 {
-		r.Limits = corev1.ResourceList{}
-		if mem > 0 {
-			r.Limits[corev1.ResourceMemory] = *resource.NewQuantity(mem, resource.BinarySI)
-		}
-		if cpus > 0 {
-			r.Limits[corev1.ResourceCPU] = *resource.NewMilliQuantity(int64(cpus*1000), resource.DecimalSI)
-		}
-	}
-	if reqMem > 0 || reqCPUs > 0 {
-		r.Requests = corev1.ResourceList{}
-		if reqMem > 0 {
-			r.Requests[corev1.ResourceMemory] = *resource.NewQuantity(reqMem, resource.BinarySI)
-		}
-		if reqCPUs > 0 {
-			r.Requests[corev1.ResourceCPU] = *resource.NewMilliQuantity(int64(reqCPUs*1000), resource.DecimalSI)
-		}
-	}
+	r.Limits, r.Requests = resourceList(mem, cpus), resourceList(reqMem, reqCPUs)
 	return r
+}
+
+// resourceList is memory bytes and cpus as a list; nil when both are 0.
+func resourceList(mem int64, cpus float64) corev1.ResourceList {
+	if mem <= 0 && cpus <= 0 {
+		return nil
+	}
+	l := corev1.ResourceList{}
+	if mem > 0 {
+		l[corev1.ResourceMemory] = *resource.NewQuantity(mem, resource.BinarySI)
+	}
+	if cpus > 0 {
+		l[corev1.ResourceCPU] = *resource.NewMilliQuantity(int64(cpus*1000), resource.DecimalSI)
+	}
+	return l
 }
 
 // hosts: extra_hosts and DNS settings.

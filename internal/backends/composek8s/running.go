@@ -59,21 +59,12 @@ func Stop(ctx context.Context, cl kubernetes.Interface, o *Objects) (backends.St
 // Start scales each Deployment back to the replicas its file declares, in
 // depends_on order as at create; the caller then waits for readiness.
 func Start(ctx context.Context, cl kubernetes.Interface, o *Objects) error {
-	for i, level := range o.Levels {
-		if i > 0 {
-			if err := waitFor(ctx, cl, o, level); err != nil {
-				return err
-			}
+	return inOrder(ctx, cl, o, func(svc string) error {
+		if d := find(o.Deployments, svc); d != nil {
+			return scale(ctx, cl, o.Namespace.Name, svc, replicas(d))
 		}
-		for _, svc := range level {
-			if d := find(o.Deployments, svc); d != nil {
-				if err := scale(ctx, cl, o.Namespace.Name, svc, replicas(d)); err != nil {
-					return err
-				}
-			}
-		}
-	}
-	return nil
+		return nil
+	})
 }
 
 func scale(ctx context.Context, cl kubernetes.Interface, ns, name string, n int32) error {
