@@ -19,9 +19,11 @@ import (
 
 // Registry holds the extensions by name and runs the sandbox lifecycle.
 type Registry struct {
-	exts  map[string]Extension
-	now   func() time.Time
-	agent *agent.Client // runs checkpoint operations on hosts
+	exts map[string]Extension
+	// clusterExts run sandboxes on clusters (cluster.go).
+	clusterExts map[string]ClusterExtension
+	now         func() time.Time
+	agent       *agent.Client // runs checkpoint operations on hosts
 	// ledger charges metered sandboxes; nil when no credits_file is set.
 	ledger *metering.Ledger
 
@@ -32,15 +34,23 @@ type Registry struct {
 	recordReads    Flight[recordKey, *hostView]     // single records shared by lookups
 }
 
-// NewRegistry returns a registry of the given extensions.
-func NewRegistry(exts ...Extension) *Registry {
-	r := &Registry{exts: map[string]Extension{}, now: time.Now, agent: agent.NewClient(), reaperSettings: map[string]ReaperSetting{},
+// NewRegistry returns a registry of the given extensions: each an
+// Extension of hosts or a ClusterExtension.
+func NewRegistry(exts ...Validator) *Registry {
+	r := &Registry{exts: map[string]Extension{}, clusterExts: map[string]ClusterExtension{}, now: time.Now, agent: agent.NewClient(), reaperSettings: map[string]ReaperSetting{},
 		reapers:     Flight[string, struct{}]{What: "reaper setting", Keep: Forever},
 		reads:       Flight[string, *hostView]{What: "host view read", Keep: readBatchWindow, KeepFailures: readBatchWindow},
 		snapReads:   Flight[string, *agent.Manifests]{What: "store manifests read", Keep: readBatchWindow, KeepFailures: readBatchWindow},
 		recordReads: Flight[recordKey, *hostView]{What: "record read", Keep: readBatchWindow, KeepFailures: readBatchWindow}}
 	for _, e := range exts {
-		r.exts[e.Name()] = e
+		switch e := e.(type) {
+		case Extension:
+			r.exts[e.Name()] = e
+		case ClusterExtension:
+			r.clusterExts[e.Name()] = e
+		default:
+			panic(fmt.Sprintf("extension %s is neither of hosts nor of clusters", e.Name()))
+		}
 	}
 	return r
 }

@@ -16,6 +16,9 @@ import (
 // CanStop says whether sandboxes of the named extension can be stopped in
 // place: what the plan refuses desired_state = "stopped" by.
 func (r *Registry) CanStop(extension string) bool {
+	if r.OnCluster(extension) {
+		return true // workloads scale to 0 and back
+	}
 	ext, ok := r.exts[extension]
 	if !ok {
 		return false

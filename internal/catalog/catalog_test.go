@@ -52,7 +52,7 @@ func TestBuiltinExtensionsDeclared(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.Join(c.ExtensionNames(), ","); got != "ext.compose-ssh,ext.saas-stub,ext.swarm,ext.vm-packer" {
+	if got := strings.Join(c.ExtensionNames(), ","); got != "ext.compose-k8s,ext.compose-ssh,ext.saas-stub,ext.swarm,ext.vm-packer" {
 		t.Fatalf("extensions %s", got)
 	}
 	x, _ := c.Extension("ext.saas-stub")

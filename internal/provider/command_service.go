@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/backends"
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/hosts"
 )
 
 // What sandboxer_command and sandboxer_exec both do: run a command in a
@@ -40,7 +41,13 @@ func (m *execArgs) checkAtPlan(ctx context.Context, d *providerData, diags *diag
 	}
 	var command []string
 	diags.Append(m.Command.ElementsAs(ctx, &command, true)...)
-	_, sb, err := d.locateSandbox(ctx, m.SandboxID.ValueString(), m.Host.ValueString())
+	var sb *backends.Sandbox
+	var err error
+	if c, ok := d.cluster(m.Host.ValueString()); ok {
+		sb, _, err = d.kube.Get(ctx, c, m.SandboxID.ValueString())
+	} else {
+		_, sb, err = d.locateSandbox(ctx, m.SandboxID.ValueString(), m.Host.ValueString())
+	}
 	if err != nil {
 		return // said at apply, where it may exist by then
 	}
@@ -54,11 +61,17 @@ func (m *execArgs) checkAtPlan(ctx context.Context, d *providerData, diags *diag
 func runCommand(ctx context.Context, d *providerData, m *execArgs, req backends.ExecRequest, timeout time.Duration) (backends.ExecResult, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	h, _, err := d.locateSandbox(ctx, req.SandboxID, m.Host.ValueString())
-	if err != nil {
-		return backends.ExecResult{}, err
+	var res backends.ExecResult
+	var err error
+	if c, ok := d.cluster(m.Host.ValueString()); ok {
+		res, err = d.kube.Exec(ctx, c, req)
+	} else {
+		var h *hosts.Host
+		if h, _, err = d.locateSandbox(ctx, req.SandboxID, m.Host.ValueString()); err != nil {
+			return backends.ExecResult{}, err
+		}
+		res, err = d.registry.Exec(ctx, h, req)
 	}
-	res, err := d.registry.Exec(ctx, h, req)
 	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		err = fmt.Errorf("the command ran longer than its timeout (%s); every process it started in the container was killed: %w", timeout, err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/backends"
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/hosts"
 )
 
 var (
@@ -95,14 +96,17 @@ func (a *LogsAction) Invoke(ctx context.Context, req action.InvokeRequest, resp 
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	h, _, err := a.data.locateSandbox(ctx, lreq.SandboxID, m.Host.ValueString())
-	if err != nil {
-		resp.Diagnostics.AddError("Unable to Read Logs", err.Error())
-		return
-	}
 	lines := &progressLines{send: func(line string) { resp.SendProgress(action.InvokeProgressEvent{Message: line}) }}
 	lreq.Out = lines
-	err = a.data.registry.Logs(ctx, h, lreq)
+	var err error
+	if c, ok := a.data.cluster(m.Host.ValueString()); ok {
+		err = a.data.kube.Logs(ctx, c, lreq)
+	} else {
+		var h *hosts.Host
+		if h, _, err = a.data.locateSandbox(ctx, lreq.SandboxID, m.Host.ValueString()); err == nil {
+			err = a.data.registry.Logs(ctx, h, lreq)
+		}
+	}
 	lines.flush()
 	if err != nil {
 		resp.Diagnostics.AddError("Unable to Read Logs", err.Error())

@@ -43,6 +43,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/backends"
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/backends/composek8s"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/backends/composessh"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/backends/saasstub"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/backends/swarm"
@@ -79,15 +80,16 @@ func New(version string) func() provider.Provider {
 
 // providerModel is the provider block.
 type providerModel struct {
-	DefaultHost    types.String `tfsdk:"default_host"`
-	ComposeCommand types.String `tfsdk:"compose_command"`
-	ProfilesDir    types.String `tfsdk:"profiles_dir"`
-	CreditsFile    types.String `tfsdk:"credits_file"`
-	EventsURL      types.String `tfsdk:"events_url"`
-	EventsSecret   types.String `tfsdk:"events_secret"`
-	Actor          types.String `tfsdk:"actor"`
-	Hosts          []hostModel  `tfsdk:"host"`
-	Pools          []poolModel  `tfsdk:"pool"`
+	DefaultHost    types.String   `tfsdk:"default_host"`
+	ComposeCommand types.String   `tfsdk:"compose_command"`
+	ProfilesDir    types.String   `tfsdk:"profiles_dir"`
+	CreditsFile    types.String   `tfsdk:"credits_file"`
+	EventsURL      types.String   `tfsdk:"events_url"`
+	EventsSecret   types.String   `tfsdk:"events_secret"`
+	Actor          types.String   `tfsdk:"actor"`
+	Hosts          []hostModel    `tfsdk:"host"`
+	Clusters       []clusterModel `tfsdk:"cluster"`
+	Pools          []poolModel    `tfsdk:"pool"`
 }
 
 type hostModel struct {
@@ -137,6 +139,10 @@ const (
 // providerData is what resources and data sources receive in Configure.
 type providerData struct {
 	hosts map[string]*hosts.Host
+	// clusters are the cluster blocks (clusters.go); kube runs the
+	// sandboxes on them.
+	clusters map[string]*backends.Cluster
+	kube     backends.ClusterExtension
 	// unusable are host blocks whose configuration is broken (a key file
 	// that cannot be read, say): a plan that does not use them goes on
 	// with a warning, and whatever uses one fails naming the attribute.
@@ -169,6 +175,14 @@ func (d *providerData) emit(ctx context.Context, diags *diag.Diagnostics, e even
 // destroySandbox tears a sandbox down and announces it: the one destroy
 // path of sandboxer_sandbox and of a restore's new sandbox.
 func (d *providerData) destroySandbox(ctx context.Context, diags *diag.Diagnostics, summary, hostName, id, profile string) {
+	if c, ok := d.cluster(hostName); ok {
+		if err := d.kube.Destroy(ctx, c, id); err != nil {
+			diags.AddError(summary, fmt.Sprintf("Sandbox %s on cluster %q: %v", id, c.Name, err))
+			return
+		}
+		d.emit(ctx, diags, events.Event{Event: events.SandboxDestroyed, SandboxID: id, Host: c.Name, Profile: profile})
+		return
+	}
 	h, err := d.host(hostName)
 	if err != nil {
 		diags.AddError(summary, err.Error())
@@ -203,6 +217,9 @@ func (d *providerData) host(name string) (*hosts.Host, error) {
 	}
 	if err, ok := d.unusable[name]; ok {
 		return nil, err
+	}
+	if _, ok := d.clusters[name]; ok {
+		return nil, fmt.Errorf("%q is a cluster: snapshots, restores, inventories and reaps are of hosts' sandboxes", name)
 	}
 	names := slices.Sorted(maps.Keys(d.hosts))
 	return nil, fmt.Errorf("host %q is not declared in the provider block; declared hosts: %s", name, strings.Join(names, ", "))
@@ -327,6 +344,7 @@ func (p *SandboxerProvider) Schema(_ context.Context, _ provider.SchemaRequest, 
 					},
 				},
 			},
+			"cluster": clusterBlock(),
 			"pool": schema.ListNestedBlock{
 				MarkdownDescription: "Settings of a host pool (the hosts whose `pool` names it). A pool needs no block of its own.",
 				NestedObject: schema.NestedBlockObject{
@@ -419,9 +437,14 @@ func (p *SandboxerProvider) Configure(ctx context.Context, req provider.Configur
 			compose.NetworkOperations[name] = int(n.ValueInt64())
 		}
 	}
+	configureClusters(ctx, &cfg, data, &resp.Diagnostics)
+	if data.kube, err = data.registry.ClusterExtension(); err != nil {
+		resp.Diagnostics.AddError("Provider Misbuilt", err.Error())
+		return
+	}
 	configurePools(&cfg, data, &resp.Diagnostics)
 	checkPoolRules(data, &resp.Diagnostics)
-	if data.defaultHost != "" {
+	if _, isCluster := data.cluster(data.defaultHost); data.defaultHost != "" && !isCluster {
 		if _, err := data.host(data.defaultHost); err != nil {
 			resp.Diagnostics.AddAttributeError(path.Root("default_host"), "Unknown Default Host", err.Error())
 		}
@@ -587,5 +610,5 @@ func (p *SandboxerProvider) DataSources(_ context.Context) []func() datasource.D
 // newRegistry is the registry of every extension the provider implements;
 // compose is ext.compose-ssh, which the provider configures further.
 func newRegistry(compose *composessh.Extension) *backends.Registry {
-	return backends.NewRegistry(compose, swarm.New(), vmattach.New(), saasstub.New())
+	return backends.NewRegistry(compose, composek8s.New(), swarm.New(), vmattach.New(), saasstub.New())
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/backends"
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/backends/composek8s"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/backends/composessh"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/backends/saasstub"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/backends/swarm"
@@ -25,7 +26,7 @@ func TestExtensionDeclarationsMatchImplementations(t *testing.T) {
 	reg := newRegistry(composessh.New(""))
 	for _, name := range cat.ExtensionNames() {
 		decl, _ := cat.Extension(name)
-		ext, err := reg.Extension(name)
+		ext, err := reg.Validator(name)
 		if err != nil {
 			t.Fatalf("%s is declared but not implemented: %v", name, err)
 		}
@@ -34,7 +35,7 @@ func TestExtensionDeclarationsMatchImplementations(t *testing.T) {
 			t.Errorf("%s: declared supports_snapshots=%v, implementation %v", name, decl.SupportsSnapshots, snap)
 		}
 	}
-	for _, name := range []string{composessh.Name, swarm.Name, vmattach.Name, saasstub.Name} {
+	for _, name := range []string{composessh.Name, composek8s.Name, swarm.Name, vmattach.Name, saasstub.Name} {
 		if _, err := cat.Extension(name); err != nil {
 			t.Errorf("%s is implemented but not declared", name)
 		}

@@ -3,6 +3,9 @@ package provider
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/attr"
@@ -209,19 +212,48 @@ func (p *sandboxPlan) keepRoute() {
 
 // extension checks the planned host and returns the extension the route
 // chose.
-func (p *sandboxPlan) extension() (backends.Extension, bool) {
-	// An unknown host is chosen from a pool at create; route checked the pool.
-	if !p.plan.Host.IsUnknown() {
-		if _, err := p.data.host(p.plan.Host.ValueString()); err != nil {
-			p.resp.Diagnostics.AddAttributeError(path.Root("host"), "Unknown Host", err.Error())
-		}
-	}
-	ext, err := p.data.registry.Extension(p.plan.Extension.ValueString())
+func (p *sandboxPlan) extension() (backends.Validator, bool) {
+	ext, err := p.data.registry.Validator(p.plan.Extension.ValueString())
 	if err != nil {
 		p.resp.Diagnostics.AddAttributeError(path.Root("profile"), "Unsupported Profile", fmt.Sprintf("profile %s: %v", p.profile.Name, err))
 		return nil, false
 	}
+	// An unknown host is chosen from a pool at create; route checked the pool.
+	if p.plan.Host.IsUnknown() {
+		return ext, true
+	}
+	host := p.plan.Host.ValueString()
+	_, isCluster := p.data.cluster(host)
+	switch kube := p.data.registry.OnCluster(ext.Name()); {
+	case kube && !isCluster:
+		p.resp.Diagnostics.AddAttributeError(path.Root("host"), "Profile Runs on Clusters",
+			fmt.Sprintf("profile %s (%s) runs on a Kubernetes cluster, and %q is no cluster block of the provider: set host to a cluster block's name (declared clusters: %s)",
+				p.profile.Name, ext.Name(), host, strings.Join(slices.Sorted(maps.Keys(p.data.clusters)), ", ")))
+		return nil, false
+	case !kube && isCluster:
+		p.resp.Diagnostics.AddAttributeError(path.Root("host"), "Profile Runs on Hosts",
+			fmt.Sprintf("%q is a cluster, and profile %s (%s) runs on hosts: use profile.compose-k8s (or a profile of ext.compose-k8s) for a compose file on a cluster",
+				host, p.profile.Name, ext.Name()))
+		return nil, false
+	case kube:
+		return ext, p.checkClusterArguments()
+	}
+	if _, err := p.data.host(host); err != nil {
+		p.resp.Diagnostics.AddAttributeError(path.Root("host"), "Unknown Host", err.Error())
+	}
 	return ext, true
+}
+
+// checkClusterArguments refuses what a cluster's sandbox cannot have: a
+// lifetime (a cluster has no reaper to act on it).
+func (p *sandboxPlan) checkClusterArguments() bool {
+	if !p.plan.TTL.IsNull() || p.plan.OnExpiry.ValueString() == backends.ExpiryStop {
+		p.resp.Diagnostics.AddAttributeError(path.Root("ttl"), "Lifetime Not Supported on Clusters",
+			fmt.Sprintf("host %q is a cluster, which has no reaper to stop or destroy a sandbox at its expiry: remove ttl and on_expiry "+
+				"(and a profile's ttl), and destroy the sandbox with Terraform", p.plan.Host.ValueString()))
+		return false
+	}
+	return true
 }
 
 // composeInputs is what the compose file is read with at plan time; planner
@@ -235,7 +267,7 @@ type composeInputs struct {
 // checkInputs holds the inputs and the env to the profile's and the
 // extension's rules and hashes the repo input's content, when they are
 // known.
-func (p *sandboxPlan) checkInputs(ctx context.Context, ext backends.Extension, config tfsdk.Config) (composeInputs, bool) {
+func (p *sandboxPlan) checkInputs(ctx context.Context, ext backends.Validator, config tfsdk.Config) (composeInputs, bool) {
 	var c composeInputs
 	if p.plan.Inputs.IsUnknown() || p.plan.Env.IsUnknown() {
 		p.plan.SourceHash = types.StringUnknown()
@@ -404,7 +436,7 @@ func (p *sandboxPlan) planServices(ctx context.Context, names []string) {
 func (d *providerData) placementRequest(configHost, hostPool types.String) catalog.RouteRequest {
 	return catalog.RouteRequest{
 		Host: configHost.ValueString(), Pool: hostPool.ValueString(), DefaultHost: d.defaultHost,
-		Declared:     func(h string) bool { _, ok := d.hosts[h]; return ok },
+		Declared:     func(h string) bool { _, host := d.hosts[h]; _, cluster := d.clusters[h]; return host || cluster },
 		DeclaredPool: func(p string) bool { _, ok := d.placer.pools[p]; return ok },
 	}
 }

@@ -77,10 +77,13 @@ func (r *SandboxResource) Create(ctx context.Context, req resource.CreateRequest
 		plan.Host = types.StringValue(placement.Host)
 	}
 	hostName := plan.Host.ValueString()
-	h, err := r.data.host(hostName)
-	if err != nil {
-		resp.Diagnostics.AddError("Unable to Create Sandbox", err.Error())
-		return
+	cluster, onCluster := r.data.cluster(hostName)
+	var h *hosts.Host
+	if !onCluster {
+		if h, err = r.data.host(hostName); err != nil {
+			resp.Diagnostics.AddError("Unable to Create Sandbox", err.Error())
+			return
+		}
 	}
 	env, _ := sandboxEnv(ctx, plan.Env, req.Config, &resp.Diagnostics)
 	if resp.Diagnostics.HasError() {
@@ -119,30 +122,16 @@ func (r *SandboxResource) Create(ctx context.Context, req resource.CreateRequest
 	if !plan.EstimatedCostUSD.IsNull() {
 		breq.Metered = &backends.Metering{HourlyPriceUSD: profile.HourlyPriceUSD, QuoteUSD: plan.EstimatedCostUSD.ValueFloat64()}
 	}
-	sb, err := r.data.registry.Create(ctx, breq)
-	if err != nil {
-		detail := fmt.Sprintf("Profile %s on host %q: %v", profile.Name, hostName, err)
-		if !errors.Is(err, backends.ErrCleanupFailed) {
-			detail += "\n\nWhat was started for this sandbox has been removed from the host."
-			resp.Diagnostics.AddError("Unable to Create Sandbox", detail)
-			return
-		}
-		// Something may remain on the host: keep the id in state, where an
-		// error marks it tainted, so the next apply destroys it rather than
-		// Terraform forgetting it.
-		resp.Diagnostics.AddError("Unable to Create Sandbox", detail+
-			"\n\nThe sandbox is kept in state as tainted: the next apply destroys what remains of it and creates it again.")
-		plan.failedCreate(id)
-		resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
-		setIdentity(ctx, resp.Identity, plan.Host, plan.ID, &resp.Diagnostics)
+	if onCluster {
+		r.createOnCluster(ctx, cluster, breq, &plan, resp)
 		return
 	}
-	tflog.Info(ctx, "sandbox ready")
-	ev := events.Event{SandboxID: sb.ID, Host: hostName, Profile: profile.Name}
-	ev.Event, ev.Timestamp = events.SandboxCreated, sb.CreatedAt
-	r.data.emit(ctx, &resp.Diagnostics, ev)
-	ev.Event, ev.Timestamp = events.SandboxReady, *sb.ReadyAt
-	r.data.emit(ctx, &resp.Diagnostics, ev)
+	sb, err := r.data.registry.Create(ctx, breq)
+	if err != nil {
+		r.createFailed(ctx, id, fmt.Sprintf("Profile %s on host %q", profile.Name, hostName), err, &plan, resp)
+		return
+	}
+	r.created(ctx, sb, &resp.Diagnostics)
 	// State is what the create left on the host: the record it wrote and the
 	// services it just saw ready. No read-back: a second look would cost two
 	// commands and see the same, and a failed one must not lose a running
@@ -162,6 +151,33 @@ func (r *SandboxResource) Create(ctx context.Context, req resource.CreateRequest
 	resp.Diagnostics.Append(plan.fromBackend(ctx, sb, status, h.EndpointHost)...)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
 	setIdentity(ctx, resp.Identity, plan.Host, plan.ID, &resp.Diagnostics)
+}
+
+// createFailed says why a create failed. A create whose cleanup failed
+// too may have left something: its id is kept in state, where the error
+// marks it tainted, so the next apply destroys it rather than Terraform
+// forgetting it.
+func (r *SandboxResource) createFailed(ctx context.Context, id, what string, err error, plan *sandboxModel, resp *resource.CreateResponse) {
+	detail := fmt.Sprintf("%s: %v", what, err)
+	if !errors.Is(err, backends.ErrCleanupFailed) {
+		resp.Diagnostics.AddError("Unable to Create Sandbox", detail+"\n\nWhat was started for this sandbox has been removed.")
+		return
+	}
+	resp.Diagnostics.AddError("Unable to Create Sandbox", detail+
+		"\n\nThe sandbox is kept in state as tainted: the next apply destroys what remains of it and creates it again.")
+	plan.failedCreate(id)
+	resp.Diagnostics.Append(resp.State.Set(ctx, plan)...)
+	setIdentity(ctx, resp.Identity, plan.Host, plan.ID, &resp.Diagnostics)
+}
+
+// created announces a sandbox that is ready.
+func (r *SandboxResource) created(ctx context.Context, sb *backends.Sandbox, diags *diag.Diagnostics) {
+	tflog.Info(ctx, "sandbox ready")
+	ev := events.Event{SandboxID: sb.ID, Host: sb.Host, Profile: sb.Profile}
+	ev.Event, ev.Timestamp = events.SandboxCreated, sb.CreatedAt
+	r.data.emit(ctx, diags, ev)
+	ev.Event, ev.Timestamp = events.SandboxReady, *sb.ReadyAt
+	r.data.emit(ctx, diags, ev)
 }
 
 // readBack fills m from the host after a write, so state is what the host has.
@@ -186,24 +202,20 @@ func (r *SandboxResource) Read(ctx context.Context, req resource.ReadRequest, re
 	defer cancel()
 	ctx = tflog.SetField(tflog.SetField(ctx, "host", state.Host.ValueString()), "sandbox_id", state.ID.ValueString())
 
-	h, err := r.data.host(state.Host.ValueString())
-	if err != nil {
-		resp.Diagnostics.AddError("Unable to Read Sandbox", err.Error())
-		return
-	}
-	sb, st, err := r.data.registry.Refresh(ctx, h, state.ID.ValueString())
+	host := state.Host.ValueString()
+	sb, st, endpointHost, err := r.data.refreshSandbox(ctx, host, state.ID.ValueString())
 	if errors.Is(err, backends.ErrNotFound) && state.CreatedAt.IsNull() && state.Status.ValueString() == backends.StatusMissing {
 		// A create that failed and whose cleanup could not reach the host
 		// (failedCreate: kept tainted, never read from a record). Its
 		// record may never have been written, but its write may have left
 		// a temporary file: the replacement's destroy removes that, so it
 		// stays in state until then.
-		tflog.Warn(ctx, "failed create has no record on its host; kept for its destroy", map[string]any{"host": h.Host(), "sandbox_id": state.ID.ValueString()})
+		tflog.Warn(ctx, "failed create has no record on its host; kept for its destroy", map[string]any{"host": host, "sandbox_id": state.ID.ValueString()})
 		setIdentity(ctx, resp.Identity, state.Host, state.ID, &resp.Diagnostics)
 		return
 	}
 	if errors.Is(err, backends.ErrNotFound) {
-		tflog.Warn(ctx, "sandbox is gone from its host; removing it from state", map[string]any{"host": h.Host(), "sandbox_id": state.ID.ValueString()})
+		tflog.Warn(ctx, "sandbox is gone from its host; removing it from state", map[string]any{"host": host, "sandbox_id": state.ID.ValueString()})
 		r.settleVanished(&state, &resp.Diagnostics)
 		resp.State.RemoveResource(ctx)
 		// The framework wants an identity even for a resource it drops.
@@ -211,10 +223,10 @@ func (r *SandboxResource) Read(ctx context.Context, req resource.ReadRequest, re
 		return
 	}
 	if err != nil {
-		resp.Diagnostics.AddError("Unable to Read Sandbox", fmt.Sprintf("Sandbox %s on host %q: %v", state.ID.ValueString(), h.Host(), err))
+		resp.Diagnostics.AddError("Unable to Read Sandbox", fmt.Sprintf("Sandbox %s on host %q: %v", state.ID.ValueString(), host, err))
 		return
 	}
-	resp.Diagnostics.Append(state.fromBackend(ctx, sb, st, h.EndpointHost)...)
+	resp.Diagnostics.Append(state.fromBackend(ctx, sb, st, endpointHost)...)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
 	setIdentity(ctx, resp.Identity, state.Host, state.ID, &resp.Diagnostics)
 }
@@ -257,11 +269,6 @@ func (r *SandboxResource) Update(ctx context.Context, req resource.UpdateRequest
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	h, err := r.data.host(plan.Host.ValueString())
-	if err != nil {
-		resp.Diagnostics.AddError("Unable to Update Sandbox", err.Error())
-		return
-	}
 	labels := stringMap(ctx, plan.Labels, &resp.Diagnostics)
 	// A ttl change moves the expiry the host (and its reaper) acts on, and
 	// re-quotes a metered sandbox: its hold follows the new quote.
@@ -277,6 +284,15 @@ func (r *SandboxResource) Update(ctx context.Context, req resource.UpdateRequest
 		if !plan.EstimatedCostUSD.IsNull() {
 			sb.QuoteUSD = plan.EstimatedCostUSD.ValueFloat64()
 		}
+	}
+	if c, ok := r.data.cluster(plan.Host.ValueString()); ok {
+		r.updateOnCluster(ctx, c, change, plan, state, resp)
+		return
+	}
+	h, err := r.data.host(plan.Host.ValueString())
+	if err != nil {
+		resp.Diagnostics.AddError("Unable to Update Sandbox", err.Error())
+		return
 	}
 	if desired := plan.DesiredState.ValueString(); r.data.registry.CanStop(plan.Extension.ValueString()) && stopsOrStarts(plan, state) {
 		// The record rides the stop's or the start's command; the services

@@ -6,13 +6,12 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"net"
 	"strconv"
 	"sync"
 
 	"github.com/hashicorp/terraform-plugin-framework/ephemeral"
 	"github.com/hashicorp/terraform-plugin-framework/types"
-
-	"github.com/sand-boxer/terraform-provider-sandboxer/internal/backends"
 )
 
 var (
@@ -44,8 +43,8 @@ const tunnelSummary = "Unable to Open Tunnel"
 // not the Go value, and finds its listener here.
 var openTunnels = struct {
 	sync.Mutex
-	m map[string]*backends.Tunnel
-}{m: map[string]*backends.Tunnel{}}
+	m map[string]func() // what closes each
+}{m: map[string]func(){}}
 
 // privateTunnelKey is the private data key holding an instance's tunnel key.
 const privateTunnelKey = "tunnel"
@@ -83,21 +82,15 @@ func (r *TunnelEphemeralResource) Open(ctx context.Context, req ephemeral.OpenRe
 		resp.Diagnostics.AddError(tunnelSummary, "The provider is not configured yet: its configuration depends on values not known until apply.")
 		return
 	}
-	id, service, port := m.SandboxID.ValueString(), m.Service.ValueString(), int(m.Port.ValueInt64())
-	h, _, err := r.data.locateSandbox(ctx, id, m.Host.ValueString())
-	if err != nil {
-		resp.Diagnostics.AddError(tunnelSummary, err.Error())
-		return
-	}
-	t, err := r.data.registry.OpenTunnel(ctx, h, id, service, port, int(m.LocalPort.ValueInt64()))
+	host, localPort, closeTunnelFn, err := r.open(ctx, m)
 	if err != nil {
 		// Every error names the sandbox and the service it concerns.
 		resp.Diagnostics.AddError(tunnelSummary, err.Error())
 		return
 	}
-	key, err := registerTunnel(t)
+	key, err := registerTunnel(closeTunnelFn)
 	if err != nil {
-		_ = t.Close() // never handed out
+		closeTunnelFn() // never handed out
 		resp.Diagnostics.AddError(tunnelSummary, err.Error())
 		return
 	}
@@ -106,8 +99,7 @@ func (r *TunnelEphemeralResource) Open(ctx context.Context, req ephemeral.OpenRe
 		closeTunnel(key)
 		return
 	}
-	localPort := t.Addr().Port
-	m.Host = types.StringValue(h.Host())
+	m.Host = types.StringValue(host)
 	m.LocalHost = types.StringValue(tunnelLocalHost)
 	m.LocalPort = types.Int64Value(int64(localPort))
 	m.Address = types.StringValue(tunnelLocalHost + ":" + strconv.Itoa(localPort))
@@ -115,6 +107,32 @@ func (r *TunnelEphemeralResource) Open(ctx context.Context, req ephemeral.OpenRe
 	if resp.Diagnostics.HasError() {
 		closeTunnel(key)
 	}
+}
+
+// open opens the tunnel m asks for, through the host's connection or the
+// cluster's API server, and returns the host's (or cluster's) name, the
+// local port, and what closes it.
+func (r *TunnelEphemeralResource) open(ctx context.Context, m tunnelModel) (string, int, func(), error) {
+	id, service, port, localPort := m.SandboxID.ValueString(), m.Service.ValueString(), int(m.Port.ValueInt64()), int(m.LocalPort.ValueInt64())
+	if c, ok := r.data.cluster(m.Host.ValueString()); ok {
+		t, err := r.data.kube.OpenTunnel(ctx, c, id, service, port, localPort)
+		if err != nil {
+			return "", 0, nil, err
+		}
+		_, p, _ := net.SplitHostPort(t.Address())
+		n, _ := strconv.Atoi(p) // an address the forward made
+		return c.Name, n, t.Close, nil
+	}
+	h, _, err := r.data.locateSandbox(ctx, id, m.Host.ValueString())
+	if err != nil {
+		return "", 0, nil, err
+	}
+	t, err := r.data.registry.OpenTunnel(ctx, h, id, service, port, localPort)
+	if err != nil {
+		return "", 0, nil, err
+	}
+	// The listener is gone either way; its error says nothing to act on.
+	return h.Host(), t.Addr().Port, func() { _ = t.Close() }, nil
 }
 
 // Close ends the tunnel and every connection through it. A key this
@@ -128,16 +146,16 @@ func (r *TunnelEphemeralResource) Close(ctx context.Context, req ephemeral.Close
 	}
 }
 
-// registerTunnel keeps t under a fresh key and returns the key as private
+// registerTunnel keeps a tunnel's closeFn under a fresh key and returns the key as private
 // data holds it (JSON).
-func registerTunnel(t *backends.Tunnel) ([]byte, error) {
+func registerTunnel(closeFn func()) ([]byte, error) {
 	b := make([]byte, 16)
 	if _, err := rand.Read(b); err != nil {
 		return nil, fmt.Errorf("unable to make a tunnel key: %w", err)
 	}
 	key := hex.EncodeToString(b)
 	openTunnels.Lock()
-	openTunnels.m[key] = t
+	openTunnels.m[key] = closeFn
 	openTunnels.Unlock()
 	return json.Marshal(key)
 }
@@ -149,10 +167,10 @@ func closeTunnel(private []byte) {
 		return // not a key of ours: nothing of ours to close
 	}
 	openTunnels.Lock()
-	t := openTunnels.m[key]
+	closeFn := openTunnels.m[key]
 	delete(openTunnels.m, key)
 	openTunnels.Unlock()
-	if t != nil {
-		_ = t.Close() // the listener is gone either way; its error says nothing to act on
+	if closeFn != nil {
+		closeFn()
 	}
 }

@@ -30,6 +30,9 @@ type Forward struct {
 // Close stops the forward.
 func (f *Forward) Close() { f.pf.Close() }
 
+// Address is where the forward listens.
+func (f *Forward) Address() string { return f.Addr }
+
 // OpenForward forwards port of the first running pod of service (by name)
 // to 127.0.0.1:localPort (0: a free one).
 func OpenForward(ctx context.Context, c *clusters.Cluster, o *Objects, service string, port, localPort int) (*Forward, error) {

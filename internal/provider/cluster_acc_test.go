@@ -1,0 +1,262 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
+	"github.com/hashicorp/terraform-plugin-testing/plancheck"
+	"github.com/hashicorp/terraform-plugin-testing/statecheck"
+	"github.com/hashicorp/terraform-plugin-testing/terraform"
+	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8stypes "k8s.io/apimachinery/pkg/types"
+
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/testharness"
+)
+
+// clusterProviderConfig is a provider block with the harness cluster as
+// cluster "k8s".
+func clusterProviderConfig(t *testing.T, c *testharness.Cluster) string {
+	t.Helper()
+	return fmt.Sprintf(`
+provider "sandboxer" {
+  cluster {
+    name            = "k8s"
+    kubeconfig_file = %q
+    node_address    = %q
+    storage_class   = %q
+    helper_image    = %q
+  }
+}
+`, testharness.Env(t, "SANDBOXER_TEST_KUBECONFIG"), c.NodeAddress, c.StorageClass, testharness.Image(t))
+}
+
+// clusterRepo is a compose repo of a one-shot seed that writes into a
+// named volume, and a web server, started once the seed completed, that
+// serves the repo's site directory and mounts the volume too.
+func clusterRepo(t *testing.T) string {
+	t.Helper()
+	repo := t.TempDir()
+	must(t, os.MkdirAll(filepath.Join(repo, "site"), 0o755))
+	must(t, os.WriteFile(filepath.Join(repo, "site", "index.html"), []byte("served from the repo\n"), 0o644))
+	img := testharness.Image(t)
+	must(t, os.WriteFile(filepath.Join(repo, "compose.yaml"), []byte(`services:
+  seed:
+    image: `+img+`
+    restart: "no"
+    command: ["sh", "-c", "echo seeded > /data/seed"]
+    volumes: ["data:/data"]
+  web:
+    image: `+img+`
+    command: ["httpd", "-f", "-p", "8080", "-h", "/site"]
+    ports: ["8080"]
+    volumes: ["./site:/site:ro", "data:/data"]
+    depends_on:
+      seed: {condition: service_completed_successfully}
+volumes:
+  data: {}
+`), 0o644))
+	return repo
+}
+
+// A compose file on a cluster through sandboxer_sandbox, as on a host:
+// ready in depends_on order with its endpoint serving the repo's files; a
+// command reads what the one-shot service wrote; stopped and started in
+// place with its volume kept; a Deployment scaled to 0 out of band plans
+// an in-place start; an import plans nothing; and the destroy leaves no
+// namespace and no volume.
+func TestAccSandbox_composeOnCluster(t *testing.T) {
+	testAccPreCheck(t)
+	c := testharness.StartedCluster(t)
+	repo := clusterRepo(t)
+	config := func(desired string) string {
+		return clusterProviderConfig(t, c) + fmt.Sprintf(`
+resource "sandboxer_sandbox" "app" {
+  profile        = "profile.compose-k8s"
+  host           = "k8s"
+  inputs         = { repo = %q }
+  wait_for_ports = true
+  desired_state  = %q
+}
+
+resource "sandboxer_command" "seed" {
+  host       = "k8s"
+  sandbox_id = sandboxer_sandbox.app.id
+  service    = "web"
+  command    = ["cat", "/data/seed"]
+}
+`, repo, desired)
+	}
+	var id string
+	ns := func() string { return "sbx-" + id }
+	ctx := context.Background()
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProviders,
+		CheckDestroy: func(*terraform.State) error {
+			if _, err := c.Client.CoreV1().Namespaces().Get(ctx, ns(), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+				return fmt.Errorf("namespace %s is still there after the destroy (err %v)", ns(), err)
+			}
+			pvs, err := c.Client.CoreV1().PersistentVolumes().List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return err
+			}
+			for _, pv := range pvs.Items {
+				if ref := pv.Spec.ClaimRef; ref != nil && ref.Namespace == ns() {
+					return fmt.Errorf("volume %s of claim %s/%s is left after the destroy", pv.Name, ref.Namespace, ref.Name)
+				}
+			}
+			return nil
+		},
+		Steps: []resource.TestStep{
+			{
+				Config: config("running"),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue("sandboxer_sandbox.app", tfjsonpath.New("status"), knownvalue.StringExact("ready")),
+					statecheck.ExpectKnownValue("sandboxer_sandbox.app", tfjsonpath.New("extension"), knownvalue.StringExact("ext.compose-k8s")),
+					statecheck.ExpectKnownValue("sandboxer_command.seed", tfjsonpath.New("stdout"), knownvalue.StringExact("seeded\n")),
+				},
+				Check: func(s *terraform.State) error {
+					attrs := s.RootModule().Resources["sandboxer_sandbox.app"].Primary.Attributes
+					id = attrs["id"]
+					if got := attrs["compose_project"]; got != ns() {
+						return fmt.Errorf("compose_project = %q, want the namespace %q", got, ns())
+					}
+					endpoint := attrs["endpoints.web:8080"]
+					if !strings.HasPrefix(endpoint, c.NodeAddress+":") {
+						return fmt.Errorf("endpoints[web:8080] = %q, want %s:<nodePort>", endpoint, c.NodeAddress)
+					}
+					// wait_for_ports: it answers now, without a retry.
+					resp, err := http.Get("http://" + endpoint + "/index.html")
+					if err != nil {
+						return err
+					}
+					defer func() { _ = resp.Body.Close() }()
+					body, _ := io.ReadAll(resp.Body)
+					if string(body) != "served from the repo\n" {
+						return fmt.Errorf("the endpoint served %q", body)
+					}
+					return nil
+				},
+			},
+			{
+				Config: config("stopped"),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction("sandboxer_sandbox.app", plancheck.ResourceActionUpdate),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue("sandboxer_sandbox.app", tfjsonpath.New("status"), knownvalue.StringExact("stopped")),
+					statecheck.ExpectKnownValue("sandboxer_sandbox.app", tfjsonpath.New("endpoints"), knownvalue.MapExact(map[string]knownvalue.Check{})),
+				},
+				Check: func(*terraform.State) error {
+					d, err := c.Client.AppsV1().Deployments(ns()).Get(ctx, "web", metav1.GetOptions{})
+					if err != nil {
+						return err
+					}
+					if d.Spec.Replicas == nil || *d.Spec.Replicas != 0 {
+						return fmt.Errorf("deployment web has %v replicas while stopped", d.Spec.Replicas)
+					}
+					if _, err := c.Client.CoreV1().PersistentVolumeClaims(ns()).Get(ctx, "data", metav1.GetOptions{}); err != nil {
+						return fmt.Errorf("the volume's claim is gone while stopped: %w", err)
+					}
+					return nil
+				},
+			},
+			{
+				// Started again: the volume kept what the seed wrote.
+				Config: config("running"),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction("sandboxer_sandbox.app", plancheck.ResourceActionUpdate),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue("sandboxer_sandbox.app", tfjsonpath.New("status"), knownvalue.StringExact("ready")),
+				},
+				Check: func(*terraform.State) error {
+					out, err := kubectlExec(t, ns(), "web", "cat", "/data/seed")
+					if err != nil || out != "seeded\n" {
+						return fmt.Errorf("after the start, /data/seed reads %q (%v)", out, err)
+					}
+					return nil
+				},
+			},
+			{
+				// Scaled to 0 out of band: drift, mended by a start in place.
+				PreConfig: func() {
+					patch := []byte(`{"spec":{"replicas":0}}`)
+					if _, err := c.Client.AppsV1().Deployments(ns()).Patch(ctx, "web", k8stypes.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+						t.Fatal(err)
+					}
+				},
+				Config: config("running"),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction("sandboxer_sandbox.app", plancheck.ResourceActionUpdate),
+					plancheck.ExpectResourceAction("sandboxer_command.seed", plancheck.ResourceActionNoop),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue("sandboxer_sandbox.app", tfjsonpath.New("status"), knownvalue.StringExact("ready")),
+				},
+			},
+			{
+				ResourceName:            "sandboxer_sandbox.app",
+				ImportState:             true,
+				ImportStateVerify:       true,
+				ImportStateIdFunc:       func(*terraform.State) (string, error) { return "k8s/" + id, nil },
+				ImportStateVerifyIgnore: []string{"timeouts", "timings"},
+			},
+			{
+				Config:   config("running"),
+				PlanOnly: true,
+			},
+		},
+	})
+}
+
+// kubectlExec runs a command in a service's pod with the harness's own
+// kubectl: a second opinion beside the provider's exec.
+func kubectlExec(t *testing.T, ns, service string, command ...string) (string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	args := append([]string{"--kubeconfig", testharness.Env(t, "SANDBOXER_TEST_KUBECONFIG"), "-n", ns, "exec", "deploy/" + service, "-c", service, "--"}, command...)
+	out, err := exec.CommandContext(ctx, testharness.Env(t, "SANDBOXER_TEST_KUBECTL"), args...).Output()
+	return string(out), err
+}
+
+// A cluster's sandboxes are refused at plan time, before anything is
+// sent, for what the cluster cannot do: a compose file a cluster cannot
+// run, a lifetime, a profile of hosts on a cluster.
+func TestAccSandbox_clusterPlanErrors(t *testing.T) {
+	testAccPreCheck(t)
+	c := testharness.StartedCluster(t)
+	repo := t.TempDir()
+	must(t, os.WriteFile(filepath.Join(repo, "compose.yaml"), []byte("services:\n  app:\n    image: "+testharness.Image(t)+"\n    network_mode: host\n"), 0o644))
+	sandbox := func(profile, extra string) string {
+		return clusterProviderConfig(t, c) + fmt.Sprintf(`
+resource "sandboxer_sandbox" "app" {
+  profile = %q
+  host    = "k8s"
+  inputs  = { repo = %q }
+  %s
+}
+`, profile, repo, extra)
+	}
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProviders,
+		Steps: []resource.TestStep{
+			{Config: sandbox("profile.compose-k8s", ""), PlanOnly: true, ExpectError: regexp.MustCompile(`network_mode`)},
+			{Config: sandbox("profile.compose-k8s", `ttl = "1h"`), PlanOnly: true, ExpectError: regexp.MustCompile(`no reaper`)},
+			{Config: sandbox("profile.compose-e2e", ""), PlanOnly: true, ExpectError: regexp.MustCompile(`profile.compose-k8s`)},
+		},
+	})
+}
