@@ -177,7 +177,7 @@ func execScript(m hosts.Mark, engine string, filters []string, token, envFile st
 	fmt.Fprintf(&b, "cid=$(%s | sort | head -n 1 | cut -d' ' -f2) || exit 1\n", hosts.Command(ps...))
 	fmt.Fprintf(&b, "if [ -z \"$cid\" ]; then printf '\\n%s absent\\n'; exit 0; fi\n", m)
 	fmt.Fprintf(&b, "printf '%s container %%s\\n' \"$cid\"\n", m)
-	args := []string{engine, "exec", "-e", execMarker + "=" + token}
+	args := []string{engine, "exec", "-e", ExecMarker + "=" + token}
 	for _, k := range slices.Sorted(maps.Keys(req.Env)) {
 		args = append(args, "-e", k)
 	}
@@ -199,18 +199,22 @@ func execScript(m hosts.Mark, engine string, filters []string, token, envFile st
 	return b.String()
 }
 
-// execMarker is the variable every process of an exec inherits: what a
+// ExecMarker is the variable every process of an exec inherits: what a
 // timeout's kill finds them by.
-const execMarker = "SANDBOXER_EXEC"
+const ExecMarker = "SANDBOXER_EXEC"
+
+// KillScript is the sh script that kills every process of a container
+// whose environment holds $1 (ExecMarker=<token>), until none is left; it
+// fails naming those that remain.
+const KillScript = `i=0; while [ "$i" -lt 50 ]; do p=$(grep -l "$1" /proc/[0-9]*/environ 2>/dev/null | cut -d/ -f3); ` +
+	`[ -n "$p" ] || exit 0; kill -KILL $p 2>/dev/null; i=$((i+1)); done; echo "processes remain: $p" >&2; exit 1`
 
 // killExec kills, past ctx's end, every process in container that carries
 // the exec's marker, until none is left.
 func (r *Registry) killExec(ctx context.Context, h *hosts.Host, engine, container, token string) error {
 	kctx, cancel := detached(ctx)
 	defer cancel()
-	kill := `i=0; while [ "$i" -lt 50 ]; do p=$(grep -l "$1" /proc/[0-9]*/environ 2>/dev/null | cut -d/ -f3); ` +
-		`[ -n "$p" ] || exit 0; kill -KILL $p 2>/dev/null; i=$((i+1)); done; echo "processes remain: $p" >&2; exit 1`
-	if err := h.Run(kctx, hosts.Command(engine, "exec", container, "sh", "-c", kill, "sh", execMarker+"="+token), nil, nil); err != nil {
+	if err := h.Run(kctx, hosts.Command(engine, "exec", container, "sh", "-c", KillScript, "sh", ExecMarker+"="+token), nil, nil); err != nil {
 		return fmt.Errorf("killing the command's processes in container %s failed; they may still run: %w", container, err)
 	}
 	return nil

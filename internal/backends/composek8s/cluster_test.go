@@ -129,6 +129,19 @@ volumes:
 	if res, err := composek8s.Exec(ctx, cl.Cluster, objs, backends.ExecRequest{Service: "web", Command: []string{"pwd"}, Stdout: &out}); err != nil || res.ExitCode != 0 || out.String() != "/\n" {
 		t.Errorf("exec, stderr merged: %+v %v %q", res, err, out.String())
 	}
+	// A command that outlives its context is killed in the container.
+	short, cancel := context.WithTimeout(ctx, 2*time.Second)
+	_, err = composek8s.Exec(short, cl.Cluster, objs, backends.ExecRequest{Service: "web", Command: []string{"sleep", "301"}})
+	cancel()
+	if err == nil {
+		t.Fatal("a command past its deadline returned no error")
+	}
+	out.Reset()
+	// The pattern does not match the grep's own command line.
+	if _, err := composek8s.Exec(ctx, cl.Cluster, objs, backends.ExecRequest{Service: "web", Stdout: &out,
+		Command: []string{"sh", "-c", `cat /proc/[0-9]*/cmdline | tr '\0' ' ' | grep -c 'sleep 30[1]' || true`}}); err != nil || out.String() != "0\n" {
+		t.Errorf("after the timeout, processes of `sleep 301` in web: %q (%v), want 0", out.String(), err)
+	}
 	if _, err := composek8s.Exec(ctx, cl.Cluster, objs, backends.ExecRequest{Service: "init", Command: []string{"true"}}); !errors.Is(err, backends.ErrServiceNotRunning) {
 		t.Errorf("exec in a completed job: %v, want %v", err, backends.ErrServiceNotRunning)
 	}

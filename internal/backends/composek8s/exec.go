@@ -2,7 +2,10 @@ package composek8s
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -26,8 +29,11 @@ import (
 // through the API's exec endpoint, streaming its output to req.Stdout and
 // req.Stderr. The API's exec takes no user and no environment: a request
 // with either is refused (an environment on the command line would show
-// its values to anyone who lists the container's processes). A working
-// directory runs the command through the image's sh.
+// its values to anyone who lists the container's processes). The command
+// runs through the image's sh, which gives its processes the marker that
+// a timeout's kill finds them by: when ctx ends first, every process of
+// the command in the container is killed (backends.KillScript), as on a
+// compose host.
 func Exec(ctx context.Context, c *clusters.Cluster, o *Objects, req backends.ExecRequest) (backends.ExecResult, error) {
 	if len(req.Command) == 0 {
 		return backends.ExecResult{}, errors.New("the command is empty")
@@ -47,10 +53,15 @@ func Exec(ctx context.Context, c *clusters.Cluster, o *Objects, req backends.Exe
 		return backends.ExecResult{}, fmt.Errorf("service %s: %w", req.Service, backends.ErrServiceNotRunning)
 	}
 	pod := items[i].Name
-	cmd := req.Command
+	// Through the image's sh: every process of the command inherits the
+	// marker a timeout's kill finds them by (the exec endpoint sets no
+	// environment), and a working directory is entered.
+	token := newToken()
+	script, args := `export `+backends.ExecMarker+`="$1"; shift; `, []string{token}
 	if req.Workdir != "" {
-		cmd = append([]string{"sh", "-c", `cd "$1" && shift && exec "$@"`, "sh", req.Workdir}, cmd...)
+		script, args = script+`cd "$1" || exit 126; shift; `, append(args, req.Workdir)
 	}
+	cmd := slices.Concat([]string{"sh", "-c", script + `exec "$@"`, "sh"}, args, req.Command)
 	stdout, stderr := req.Stdout, req.Stderr
 	if stdout == nil {
 		stdout = io.Discard
@@ -61,23 +72,45 @@ func Exec(ctx context.Context, c *clusters.Cluster, o *Objects, req backends.Exe
 		m := &merged{w: stdout}
 		stdout, stderr = &mergedStream{m}, &mergedStream{m}
 	}
-	r := c.Client.CoreV1().RESTClient().Post().Resource("pods").Namespace(ns).Name(pod).SubResource("exec").
-		VersionedParams(&corev1.PodExecOptions{Container: req.Service, Command: cmd, Stdout: true, Stderr: true}, scheme.ParameterCodec)
-	stream := rest.CopyConfig(c.REST)
-	stream.Timeout = 0 // the command takes what it takes; ctx bounds it
-	ex, err := newExecutor(stream, r.URL())
-	if err != nil {
-		return backends.ExecResult{}, err
-	}
-	err = ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: stdout, Stderr: stderr})
+	err = stream(ctx, c, ns, pod, req.Service, cmd, stdout, stderr)
 	var exit exec.CodeExitError
 	switch {
 	case errors.As(err, &exit):
 		return backends.ExecResult{ExitCode: exit.ExitStatus(), Container: pod}, nil
+	case err != nil && ctx.Err() != nil:
+		// The stream ended with ctx; the command did not: kill it.
+		kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+		defer cancel()
+		var killErr bytes.Buffer
+		if kerr := stream(kctx, c, ns, pod, req.Service, []string{"sh", "-c", backends.KillScript, "sh", backends.ExecMarker + "=" + token}, io.Discard, &killErr); kerr != nil {
+			return backends.ExecResult{}, fmt.Errorf("running a command in pod %s: %w; killing its processes failed, they may still run: %v %s", pod, err, kerr, strings.TrimSpace(killErr.String()))
+		}
+		return backends.ExecResult{}, fmt.Errorf("running a command in pod %s: %w", pod, err)
 	case err != nil:
 		return backends.ExecResult{}, fmt.Errorf("running a command in pod %s: %w", pod, err)
 	}
 	return backends.ExecResult{Container: pod}, nil
+}
+
+// stream runs cmd in container of pod through the exec endpoint, its
+// output to stdout and stderr (two distinct writers).
+func stream(ctx context.Context, c *clusters.Cluster, ns, pod, container string, cmd []string, stdout, stderr io.Writer) error {
+	r := c.Client.CoreV1().RESTClient().Post().Resource("pods").Namespace(ns).Name(pod).SubResource("exec").
+		VersionedParams(&corev1.PodExecOptions{Container: container, Command: cmd, Stdout: true, Stderr: true}, scheme.ParameterCodec)
+	cfg := rest.CopyConfig(c.REST)
+	cfg.Timeout = 0 // the command takes what it takes; ctx bounds it
+	ex, err := newExecutor(cfg, r.URL())
+	if err != nil {
+		return err
+	}
+	return ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: stdout, Stderr: stderr})
+}
+
+// newToken is a fresh exec marker's value.
+func newToken() string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b) // crypto/rand does not fail on supported platforms
+	return hex.EncodeToString(b)
 }
 
 // Logs writes the logs of the sandbox's services (all when services is
