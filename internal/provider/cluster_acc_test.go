@@ -99,11 +99,32 @@ resource "sandboxer_command" "seed" {
 }
 `, repo, desired)
 	}
+	// A tunnel to web through the API server, used by local-exec in the
+	// run that creates the sandbox.
+	out := t.TempDir()
+	tunnel := fmt.Sprintf(`
+ephemeral "sandboxer_tunnel" "web" {
+  host       = "k8s"
+  sandbox_id = sandboxer_sandbox.app.id
+  service    = "web"
+  port       = 8080
+}
+
+resource "terraform_data" "fetch" {
+  input = sandboxer_sandbox.app.id
+
+  provisioner "local-exec" {
+    command     = "busybox wget -q -O \"$OUT\" \"http://$ADDR/index.html\""
+    environment = { ADDR = ephemeral.sandboxer_tunnel.web.address, OUT = %q }
+  }
+}
+`, filepath.Join(out, "fetched"))
 	var id string
 	ns := func() string { return "sbx-" + id }
 	ctx := context.Background()
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProviders,
+		TerraformVersionChecks:   ephemeralCLIs,
 		CheckDestroy: func(*terraform.State) error {
 			if _, err := c.Client.CoreV1().Namespaces().Get(ctx, ns(), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 				return fmt.Errorf("namespace %s is still there after the destroy (err %v)", ns(), err)
@@ -121,7 +142,7 @@ resource "sandboxer_command" "seed" {
 		},
 		Steps: []resource.TestStep{
 			{
-				Config: config("running"),
+				Config: config("running") + tunnel,
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue("sandboxer_sandbox.app", tfjsonpath.New("status"), knownvalue.StringExact("ready")),
 					statecheck.ExpectKnownValue("sandboxer_sandbox.app", tfjsonpath.New("extension"), knownvalue.StringExact("ext.compose-k8s")),
@@ -147,7 +168,7 @@ resource "sandboxer_command" "seed" {
 					if string(body) != "served from the repo\n" {
 						return fmt.Errorf("the endpoint served %q", body)
 					}
-					return nil
+					return fileIs(out, "fetched", "served from the repo\n")
 				},
 			},
 			{
@@ -259,4 +280,89 @@ resource "sandboxer_sandbox" "app" {
 			{Config: sandbox("profile.compose-e2e", ""), PlanOnly: true, ExpectError: regexp.MustCompile(`profile.compose-k8s`)},
 		},
 	})
+}
+
+// sandboxer_exec and sandboxer_logs on a cluster, invoked through the real
+// CLI: a command's output streams; a failing one names its exit code and
+// last lines; one past its timeout is gone from the pod; the logs show
+// each line under its service.
+func TestAccActions_onCluster(t *testing.T) {
+	testAccPreCheck(t)
+	skipBelowNatives(t)
+	c := testharness.StartedCluster(t)
+	tf := newDevCLI(t)
+	repo := t.TempDir()
+	must(t, os.WriteFile(filepath.Join(repo, "compose.yaml"), []byte(`services:
+  worker:
+    image: `+testharness.Image(t)+`
+    command: ["sh", "-c", "echo worker listening; trap 'exit 0' TERM; while true; do sleep 1; done"]
+`), 0o644))
+	work := tf.dir(devCLIHeader + clusterProviderConfig(t, c) + fmt.Sprintf(`
+resource "sandboxer_sandbox" "s" {
+  profile = "profile.compose-k8s"
+  host    = "k8s"
+  inputs  = { repo = %q }
+}
+
+action "sandboxer_exec" "hello" {
+  config {
+    host       = "k8s"
+    sandbox_id = sandboxer_sandbox.s.id
+    service    = "worker"
+    command    = ["sh", "-c", "echo line-one; echo line-two"]
+  }
+}
+
+action "sandboxer_exec" "fail" {
+  config {
+    host       = "k8s"
+    sandbox_id = sandboxer_sandbox.s.id
+    service    = "worker"
+    command    = ["sh", "-c", "echo about to fail; exit 7"]
+  }
+}
+
+action "sandboxer_exec" "slow" {
+  config {
+    host       = "k8s"
+    sandbox_id = sandboxer_sandbox.s.id
+    service    = "worker"
+    command    = ["sh", "-c", "sleep 1001 & sleep 1002; wait"]
+    timeout    = "2s"
+  }
+}
+
+action "sandboxer_logs" "all" {
+  config {
+    host       = "k8s"
+    sandbox_id = sandboxer_sandbox.s.id
+  }
+}
+`, repo))
+	tf.run(work, "apply", "-auto-approve")
+	t.Cleanup(func() { tf.run(work, "destroy", "-auto-approve") })
+	ns := stateValue(t, tf.run(work, "state", "show", "sandboxer_sandbox.s"), "compose_project")
+
+	if out := tf.run(work, "apply", "-auto-approve", "-invoke=action.sandboxer_exec.hello"); !strings.Contains(out, "line-one") || !strings.Contains(out, "line-two") {
+		t.Fatalf("the exec's output:\n%s", out)
+	}
+	if out := tf.run(work, "apply", "-auto-approve", "-invoke=action.sandboxer_logs.all"); !strings.Contains(out, "worker | worker listening") {
+		t.Fatalf("the logs action did not show the worker's log:\n%s", out)
+	}
+	out, err := tf.try(work, "apply", "-auto-approve", "-invoke=action.sandboxer_exec.fail")
+	if err == nil || !strings.Contains(out, "exited with code 7") || !strings.Contains(out, "about to fail") {
+		t.Fatalf("a failing command: %v\n%s", err, out)
+	}
+	out, err = tf.try(work, "apply", "-auto-approve", "-invoke=action.sandboxer_exec.slow")
+	if err == nil || !strings.Contains(out, "longer than its timeout (2s)") {
+		t.Fatalf("a command past its timeout: %v\n%s", err, out)
+	}
+	// The pattern does not match the grep's own command line.
+	left, err := kubectlExec(t, ns, "worker", "sh", "-c", `cat /proc/[0-9]*/cmdline | tr '\0' ' ' | grep -c 'sleep 100[12]' || true`)
+	if err != nil || strings.TrimSpace(left) != "0" {
+		t.Fatalf("processes of the command after its timeout: %q (%v), want 0", left, err)
+	}
+	if state := tf.run(work, "state", "list"); strings.TrimSpace(state) != "sandboxer_sandbox.s" {
+		t.Errorf("state after the actions: %q", state)
+	}
 }
