@@ -181,9 +181,6 @@ func (c *converter) topLevel() {
 		case v.Driver != "" && v.Driver != "local", len(v.DriverOpts) > 0:
 			c.errorf(at, "volume %q: `driver` and `driver_opts` are the engine's; on a cluster a volume is a claim of the cluster block's storage_class: remove them", key)
 		}
-		if errs := validation.IsDNS1123Subdomain(key); len(errs) > 0 {
-			c.errorf(at, "volume %q cannot name a PersistentVolumeClaim (%s): rename it", key, strings.Join(errs, "; "))
-		}
 	}
 }
 

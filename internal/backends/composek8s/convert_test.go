@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/backends/composek8s"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/composefile"
@@ -324,5 +325,50 @@ func TestEnvFileOutsideTheRepoIsRefused(t *testing.T) {
 	objs, err := composek8s.Convert(l, opts())
 	if err == nil || !strings.Contains(err.Error(), "is outside the repo") {
 		t.Fatalf("want the env_file refused, got %v (objects %v)", err, objs)
+	}
+}
+
+// Volume names that are no Kubernetes names (db_data, DB-Data) convert to
+// claims of their own: valid, distinct from a volume already so named
+// (db-data), and the same at every conversion.
+func TestVolumeNamesBecomeClaimNames(t *testing.T) {
+	l := load(t, map[string]string{"compose.yaml": `services:
+  db:
+    image: postgres
+    volumes: ["db_data:/a", "db-data:/b", "DB-Data:/c", "` + strings.Repeat("x", 70) + `:/d"]
+volumes:
+  db_data: {}
+  db-data: {}
+  DB-Data: {}
+  ` + strings.Repeat("x", 70) + `: {}
+`})
+	o, err := composek8s.Convert(l, composek8s.Options{ID: "abc123abc123", NamespacePrefix: "sbx", FreePorts: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, pvc := range o.Claims {
+		if errs := validation.IsDNS1123Label(pvc.Name); len(errs) > 0 || seen[pvc.Name] {
+			t.Errorf("claim %q: %v (seen before: %v)", pvc.Name, errs, seen[pvc.Name])
+		}
+		seen[pvc.Name] = true
+	}
+	if len(seen) != 4 || !seen["db-data"] {
+		t.Errorf("claims %v: want four, db-data among them as written", seen)
+	}
+	pod := o.Deployments[0].Spec.Template.Spec
+	for _, v := range pod.Volumes {
+		if errs := validation.IsDNS1123Label(v.Name); len(errs) > 0 {
+			t.Errorf("pod volume %q: %v", v.Name, errs)
+		}
+		if v.PersistentVolumeClaim != nil && !seen[v.PersistentVolumeClaim.ClaimName] {
+			t.Errorf("pod volume %q mounts claim %q, which the sandbox does not have", v.Name, v.PersistentVolumeClaim.ClaimName)
+		}
+	}
+	again, _ := composek8s.Convert(l, composek8s.Options{ID: "abc123abc123", NamespacePrefix: "sbx", FreePorts: true})
+	for i := range o.Claims {
+		if o.Claims[i].Name != again.Claims[i].Name {
+			t.Errorf("claim names differ between conversions: %s, %s", o.Claims[i].Name, again.Claims[i].Name)
+		}
 	}
 }

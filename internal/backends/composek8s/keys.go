@@ -42,7 +42,7 @@ var ServiceKeys = []Key{
 	{"expose", Converted, "the headless Service `<service>`'s ports"},
 	{"healthcheck", Converted, "a `readinessProbe` (exec): interval → periodSeconds, timeout → timeoutSeconds, retries → failureThreshold"},
 	{"depends_on", Converted, "creation order: a service's workload is created once its dependencies are started, ready (`service_healthy`) or completed (`service_completed_successfully`)"},
-	{"volumes", Converted, "named volume → a PersistentVolumeClaim of the cluster's storage class; a path in the repo → the repo's volume with `subPath`; tmpfs and anonymous → `emptyDir`; anything else refused"},
+	{"volumes", Converted, "named volume → a PersistentVolumeClaim of the cluster's storage class, named after it (a name that is no Kubernetes name, such as `db_data`, lowercased with `-` for what a name may not hold and a short hash of the original: `db-data-<hash>`); a path in the repo → the repo's volume with `subPath`; tmpfs and anonymous → `emptyDir`; anything else refused"},
 	{"tmpfs", Converted, "an `emptyDir` with `medium: Memory`"},
 	{"shm_size", Converted, "an `emptyDir` with `medium: Memory` and that `sizeLimit` at /dev/shm"},
 	{"networks", Converted, "NetworkPolicies: a pod takes traffic only from pods on one of its networks; `aliases` → headless Services of those names; `ipv4_address`, `ipv6_address` refused"},

@@ -1,6 +1,8 @@
 package composek8s
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"maps"
 	"os"
@@ -15,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/composefile"
 )
@@ -40,12 +43,12 @@ func (c *converter) mounts(name string, svc types.ServiceConfig, ctr *corev1.Con
 		switch {
 		case v.Type == types.VolumeTypeVolume && v.Source != "":
 			c.claim[v.Source] = true
-			m.Name = "volume-" + v.Source
+			m.Name = "volume-" + claimOf(v.Source)
 			if v.Volume != nil {
 				m.SubPath = v.Volume.Subpath
 			}
 			addVolume(corev1.Volume{Name: m.Name, VolumeSource: corev1.VolumeSource{
-				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: v.Source}}})
+				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claimOf(v.Source)}}})
 		case v.Type == types.VolumeTypeVolume:
 			m.Name = "anonymous-" + strconv.Itoa(i)
 			addVolume(corev1.Volume{Name: m.Name, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
@@ -181,6 +184,40 @@ func (c *converter) fileObject(kind, key string, obj types.FileObjectConfig) boo
 	return true
 }
 
+// claimMax is the longest claim name: a pod's volume of it is
+// "volume-<claim>", a DNS-1123 label of at most 63 characters.
+const claimMax = 63 - len("volume-")
+
+// claimOf is the claim of compose volume v: v itself when it is a
+// DNS-1123 label short enough, else v lowercased, with '-' for what a
+// label may not hold, and a hash of v, so that two volumes (db_data and
+// db-data) never share a claim. Compose volume names are the file's own,
+// never resolved: any name converts.
+func claimOf(v string) string {
+	if len(v) <= claimMax && len(validation.IsDNS1123Label(v)) == 0 {
+		return v
+	}
+	clean := strings.Trim(strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9':
+			return r
+		case r >= 'A' && r <= 'Z':
+			return r + ('a' - 'A')
+		default:
+			return '-'
+		}
+	}, v), "-")
+	sum := sha256.Sum256([]byte(v))
+	hash := hex.EncodeToString(sum[:4])
+	if len(clean) > claimMax-len(hash)-1 {
+		clean = strings.TrimRight(clean[:claimMax-len(hash)-1], "-")
+	}
+	if clean == "" {
+		return "v-" + hash
+	}
+	return clean + "-" + hash
+}
+
 // volumes makes the claims the services mount: each named volume's, and
 // the repo's when a service mounts a path in it.
 func (c *converter) volumes() {
@@ -208,7 +245,7 @@ func (c *converter) volumes() {
 			c.errorf([]string{"volumes", v}, "volume %q: the name is the sandbox's repo volume's; rename it", v)
 			continue
 		}
-		if pvc := claim(v, c.opts.VolumeSize); pvc != nil {
+		if pvc := claim(claimOf(v), c.opts.VolumeSize); pvc != nil {
 			c.o.Claims = append(c.o.Claims, pvc)
 		}
 	}

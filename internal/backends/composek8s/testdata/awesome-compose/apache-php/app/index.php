@@ -1,0 +1,3 @@
+<?php 
+    echo '<h1>Hello World!</h1>'; 
+?> 

@@ -1,0 +1,1 @@
+INSERT INTO GREETINGS(name) values ('Docker');
