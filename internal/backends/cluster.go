@@ -65,6 +65,9 @@ type ClusterExtension interface {
 	// services as desired says (a start waits until they are ready); an
 	// empty desired does neither and returns no Status.
 	Update(ctx context.Context, c *Cluster, id string, change func(*Sandbox), desired string) (*Sandbox, Status, error)
+	// List reads every sandbox of the cluster's namespace prefix, with its
+	// services (the list resource, `terraform query`).
+	List(ctx context.Context, c *Cluster) ([]SandboxInfo, error)
 	// Destroy deletes the sandbox and returns once nothing of it is left;
 	// a sandbox already gone is success.
 	Destroy(ctx context.Context, c *Cluster, id string) error

@@ -285,7 +285,7 @@ resource "sandboxer_sandbox" "app" {
 // sandboxer_exec and sandboxer_logs on a cluster, invoked through the real
 // CLI: a command's output streams; a failing one names its exit code and
 // last lines; one past its timeout is gone from the pod; the logs show
-// each line under its service.
+// each line under its service; `terraform query` lists the sandbox.
 func TestAccActions_onCluster(t *testing.T) {
 	testAccPreCheck(t)
 	skipBelowNatives(t)
@@ -364,5 +364,18 @@ action "sandboxer_logs" "all" {
 	}
 	if state := tf.run(work, "state", "list"); strings.TrimSpace(state) != "sandboxer_sandbox.s" {
 		t.Errorf("state after the actions: %q", state)
+	}
+	// Listed by `terraform query`, with its state.
+	must(t, os.WriteFile(filepath.Join(work, "list.tfquery.hcl"), []byte(`
+list "sandboxer_sandbox" "k8s" {
+  provider = sandboxer
+  config {
+    host = "k8s"
+  }
+}
+`), 0o600))
+	id := strings.TrimPrefix(ns, "sbx-")
+	if out := tf.run(work, "query"); !strings.Contains(out, id+" (profile.compose-k8s on k8s, ready)") {
+		t.Errorf("terraform query does not list sandbox %s as ready:\n%s", id, out)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-go/tftypes"
 
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/backends"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/hosts"
 )
 
@@ -27,44 +28,84 @@ import (
 // snapshots (the store's manifests). Each list resource supplies what it
 // lists (a hostListing); listing the hosts is the same for all.
 
-// hostListing is what a list resource lists of each host.
+// hostListing is what a list resource lists of each host (and cluster).
 type hostListing[T any] struct {
-	what   string                                          // "Sandboxes": the error is "Unable to List Sandboxes"
-	read   func(context.Context, *hosts.Host) ([]T, error) // a host's items, in the order listed
-	keep   func(T) bool                                    // the list block's filters
-	result func(*hosts.Host, T) list.ListResult            // an item as a result (listResult)
+	what string                                          // "Sandboxes": the error is "Unable to List Sandboxes"
+	read func(context.Context, *hosts.Host) ([]T, error) // a host's items, in the order listed
+	// readCluster, when set, lists a cluster's items too: clusters are
+	// listed after the hosts, and a list block's host may name one.
+	readCluster func(context.Context, *backends.Cluster) ([]T, error)
+	keep        func(T) bool                              // the list block's filters
+	result      func(host string, item T) list.ListResult // an item of a host (or cluster) as a result (listResult)
 }
 
-// stream is the results of the host the list block names, or of every host
-// of the provider in name order; diags are the block's own (its config
-// read), which stop the listing when they hold an error. The stream stops
-// at Terraform's limit, and at the first host that cannot be read: the
-// hosts after it are never read.
+// listPlace is a host or a cluster a listing reads.
+type listPlace[T any] struct {
+	name string
+	read func(context.Context) ([]T, error)
+}
+
+// stream is the results of the host (or cluster) the list block names, or
+// of every host of the provider in name order, then every cluster; diags
+// are the block's own (its config read), which stop the listing when they
+// hold an error. The stream stops at Terraform's limit, and at the first
+// place that cannot be read: the places after it are never read.
 func (l hostListing[T]) stream(ctx context.Context, d *providerData, req list.ListRequest, host types.String, diags diag.Diagnostics) iter.Seq[list.ListResult] {
 	if diags.HasError() {
 		return list.ListResultsStreamDiagnostics(diags)
 	}
-	targets, err := d.listTargets(host)
+	places, err := l.places(d, host.ValueString())
 	if err != nil {
 		diags.AddAttributeError(path.Root("host"), "Unknown Host", err.Error())
 		return list.ListResultsStreamDiagnostics(diags)
 	}
 	return limited(req.Limit, func(push func(list.ListResult) bool) {
-		for _, h := range targets {
-			items, err := l.read(ctx, h)
+		for _, p := range places {
+			items, err := p.read(ctx)
 			if err != nil {
 				var d diag.Diagnostics
-				d.AddError("Unable to List "+l.what, fmt.Sprintf("Host %q: %v", h.Host(), err))
+				d.AddError("Unable to List "+l.what, fmt.Sprintf("Host %q: %v", p.name, err))
 				push(list.ListResult{Diagnostics: d})
 				return
 			}
 			for _, item := range items {
-				if l.keep(item) && !push(l.result(h, item)) {
+				if l.keep(item) && !push(l.result(p.name, item)) {
 					return
 				}
 			}
 		}
 	})
+}
+
+// places are the host (or cluster) named, or every host and then every
+// cluster of the provider, in name order.
+func (l hostListing[T]) places(d *providerData, name string) ([]listPlace[T], error) {
+	ofHost := func(h *hosts.Host) listPlace[T] {
+		return listPlace[T]{h.Host(), func(ctx context.Context) ([]T, error) { return l.read(ctx, h) }}
+	}
+	ofCluster := func(c *backends.Cluster) listPlace[T] {
+		return listPlace[T]{c.Name, func(ctx context.Context) ([]T, error) { return l.readCluster(ctx, c) }}
+	}
+	if c, ok := d.cluster(name); ok && l.readCluster != nil {
+		return []listPlace[T]{ofCluster(c)}, nil
+	}
+	if name != "" {
+		h, err := d.host(name)
+		if err != nil {
+			return nil, err
+		}
+		return []listPlace[T]{ofHost(h)}, nil
+	}
+	var all []listPlace[T]
+	for _, n := range slices.Sorted(maps.Keys(d.hosts)) {
+		all = append(all, ofHost(d.hosts[n]))
+	}
+	if l.readCluster != nil {
+		for _, n := range slices.Sorted(maps.Keys(d.clusters)) {
+			all = append(all, ofCluster(d.clusters[n]))
+		}
+	}
+	return all, nil
 }
 
 // listResult is one listed instance: its identity (host and id), the name
@@ -81,22 +122,6 @@ func listResult(ctx context.Context, req list.ListRequest, host, id, display str
 	state := imported(nullTimeouts(ctx, req, &r.Diagnostics), &r.Diagnostics)
 	r.Diagnostics.Append(r.Resource.Set(ctx, state)...)
 	return r
-}
-
-// listTargets is the host a list names, or every host of the provider.
-func (d *providerData) listTargets(host types.String) ([]*hosts.Host, error) {
-	if host.IsNull() || host.ValueString() == "" {
-		var all []*hosts.Host
-		for _, n := range slices.Sorted(maps.Keys(d.hosts)) {
-			all = append(all, d.hosts[n])
-		}
-		return all, nil
-	}
-	h, err := d.host(host.ValueString())
-	if err != nil {
-		return nil, err
-	}
-	return []*hosts.Host{h}, nil
 }
 
 // limited stops a result stream after limit results (none when limit is

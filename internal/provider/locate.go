@@ -58,6 +58,9 @@ func (d *providerData) locate(what, hint string, found func(*hosts.Host) error, 
 		}
 	}
 	msg := fmt.Sprintf("%s is on none of the hosts searched (%s); set host to say where it is", what, strings.Join(searched, ", "))
+	if len(d.clusters) > 0 {
+		msg += fmt.Sprintf(" (clusters are not searched: for a sandbox on one, host is the cluster's name: %s)", strings.Join(slices.Sorted(maps.Keys(d.clusters)), ", "))
+	}
 	if len(failures) > 0 {
 		msg += "\nhosts that could not be asked:\n" + strings.Join(failures, "\n")
 	}

@@ -10,7 +10,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/backends"
-	"github.com/sand-boxer/terraform-provider-sandboxer/internal/hosts"
 )
 
 var _ list.ListResourceWithConfigure = &SandboxListResource{}
@@ -31,10 +30,13 @@ func (l *SandboxListResource) List(ctx context.Context, req list.ListRequest, st
 	diags := req.Config.Get(ctx, &m)
 	labels := stringMap(ctx, m.Labels, &diags)
 	stream.Results = hostListing[backends.SandboxInfo]{
-		what:   "Sandboxes",
-		read:   l.data.registry.Sandboxes,
+		what: "Sandboxes",
+		read: l.data.registry.Sandboxes,
+		readCluster: func(ctx context.Context, c *backends.Cluster) ([]backends.SandboxInfo, error) {
+			return l.data.kube.List(ctx, c)
+		},
 		keep:   func(info backends.SandboxInfo) bool { return m.matches(info, labels) },
-		result: func(_ *hosts.Host, info backends.SandboxInfo) list.ListResult { return l.result(ctx, req, info) },
+		result: func(_ string, info backends.SandboxInfo) list.ListResult { return l.result(ctx, req, info) },
 	}.stream(ctx, l.data, req, m.Host, diags)
 }
 

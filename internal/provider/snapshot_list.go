@@ -11,7 +11,6 @@ import (
 
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/backends"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/checkpoint"
-	"github.com/sand-boxer/terraform-provider-sandboxer/internal/hosts"
 )
 
 var _ list.ListResourceWithConfigure = &SnapshotListResource{}
@@ -34,17 +33,17 @@ func (l *SnapshotListResource) List(ctx context.Context, req list.ListRequest, s
 		what:   "Snapshots",
 		read:   l.data.snapshotsOldestFirst,
 		keep:   m.matches,
-		result: func(h *hosts.Host, s checkpoint.Summary) list.ListResult { return l.result(ctx, req, h, s) },
+		result: func(host string, s checkpoint.Summary) list.ListResult { return l.result(ctx, req, host, s) },
 	}.stream(ctx, l.data, req, m.Host, diags)
 }
 
 // result is one snapshot as a list result; its resource is what an import
 // of it reads (SnapshotResource.ImportState, then Read).
-func (l *SnapshotListResource) result(ctx context.Context, req list.ListRequest, h *hosts.Host, s checkpoint.Summary) list.ListResult {
-	display := fmt.Sprintf("%s %q (sandbox %s on %s)", s.ID, s.Name, s.SandboxID, h.Host())
-	return listResult(ctx, req, h.Host(), s.ID, display, func(t timeouts.Value, diags *diag.Diagnostics) any {
+func (l *SnapshotListResource) result(ctx context.Context, req list.ListRequest, host string, s checkpoint.Summary) list.ListResult {
+	display := fmt.Sprintf("%s %q (sandbox %s on %s)", s.ID, s.Name, s.SandboxID, host)
+	return listResult(ctx, req, host, s.ID, display, func(t timeouts.Value, diags *diag.Diagnostics) any {
 		m := snapshotModel{
-			captureArgs: captureArgs{Host: types.StringValue(h.Host()), Name: types.StringNull(), SandboxID: types.StringNull(),
+			captureArgs: captureArgs{Host: types.StringValue(host), Name: types.StringNull(), SandboxID: types.StringNull(),
 				Quiesce: types.StringValue(backends.QuiesceNone), Volumes: types.ListNull(types.StringType)},
 			ID: types.StringValue(s.ID), RetainOnDestroy: types.BoolValue(false), Timeouts: t,
 		}
