@@ -62,6 +62,9 @@ func clusterRepo(t *testing.T) string {
     image: `+img+`
     command: ["httpd", "-f", "-p", "8080", "-h", "/site"]
     ports: ["8080"]
+    environment:
+      TOKEN: ${TOKEN}
+      GREETING: hello
     volumes: ["./site:/site:ro", "data:/data"]
     depends_on:
       seed: {condition: service_completed_successfully}
@@ -72,8 +75,9 @@ volumes:
 }
 
 // A compose file on a cluster through sandboxer_sandbox, as on a host:
-// ready in depends_on order with its endpoint serving the repo's files; a
-// command reads what the one-shot service wrote; stopped and started in
+// ready in depends_on order with its endpoint serving the repo's files,
+// also through a tunnel; an env_wo value only in a Secret; a command reads
+// what the one-shot service wrote; stopped and started in
 // place with its volume kept; a Deployment scaled to 0 out of band plans
 // an in-place start; an import plans nothing; and the destroy leaves no
 // namespace and no volume.
@@ -89,6 +93,7 @@ resource "sandboxer_sandbox" "app" {
   inputs         = { repo = %q }
   wait_for_ports = true
   desired_state  = %q
+  env_wo         = { TOKEN = "wo-secret-value" }
 }
 
 resource "sandboxer_command" "seed" {
@@ -168,7 +173,10 @@ resource "terraform_data" "fetch" {
 					if string(body) != "served from the repo\n" {
 						return fmt.Errorf("the endpoint served %q", body)
 					}
-					return fileIs(out, "fetched", "served from the repo\n")
+					if err := fileIs(out, "fetched", "served from the repo\n"); err != nil {
+						return err
+					}
+					return envWOStaysSecret(ctx, t, c, ns(), s)
 				},
 			},
 			{
@@ -241,6 +249,36 @@ resource "terraform_data" "fetch" {
 			},
 		},
 	})
+}
+
+// envWOStaysSecret checks that an env_wo value reached the service
+// through a Secret: in no ConfigMap of the namespace, nowhere in state,
+// and in the container's environment (a value beside it, in a ConfigMap).
+func envWOStaysSecret(ctx context.Context, t *testing.T, c *testharness.Cluster, ns string, s *terraform.State) error {
+	const secret = "wo-secret-value"
+	cms, err := c.Client.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	for _, cm := range cms.Items {
+		for k, v := range cm.Data {
+			if strings.Contains(v, secret) {
+				return fmt.Errorf("ConfigMap %s holds the env_wo value under %s", cm.Name, k)
+			}
+		}
+	}
+	for name, r := range s.RootModule().Resources {
+		for k, v := range r.Primary.Attributes {
+			if strings.Contains(v, secret) {
+				return fmt.Errorf("state holds the env_wo value in %s.%s", name, k)
+			}
+		}
+	}
+	got, err := kubectlExec(t, ns, "web", "sh", "-c", `[ "$TOKEN" = wo-secret-value ] && echo "$GREETING"`)
+	if err != nil || got != "hello\n" {
+		return fmt.Errorf("the env_wo value in web's environment: %q (%v)", got, err)
+	}
+	return nil
 }
 
 // kubectlExec runs a command in a service's pod with the harness's own

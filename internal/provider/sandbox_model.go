@@ -227,11 +227,12 @@ type sandboxListModel struct {
 
 func (l *SandboxListResource) ListResourceConfigSchema(_ context.Context, _ list.ListResourceSchemaRequest, resp *list.ListResourceSchemaResponse) {
 	resp.Schema = listschema.Schema{
-		MarkdownDescription: "Sandboxes recorded on the provider's hosts, whoever created them: adopt the sandboxes of another " +
+		MarkdownDescription: "Sandboxes recorded on the provider's hosts and clusters, whoever created them: adopt the sandboxes of another " +
 			"pipeline (`terraform query -generate-config-out`), or find strays. Every filter given must match. Needs Terraform >= 1.14.",
 		Attributes: map[string]listschema.Attribute{
 			"host": listschema.StringAttribute{Optional: true,
-				MarkdownDescription: "Host block name (or `local`) to list. Default: every host of the provider."},
+				MarkdownDescription: "Host or cluster block name (or `local`) to list. Default: every host of the provider, then every cluster " +
+					"(the sandboxes in namespaces of its `namespace_prefix`)."},
 			"profile": listschema.StringAttribute{Optional: true,
 				MarkdownDescription: "Only sandboxes of this profile, e.g. `profile.compose-e2e`."},
 			"labels": listschema.MapAttribute{Optional: true, ElementType: types.StringType,
