@@ -7,9 +7,10 @@
 #                      kube-proxy and kubectl v1.34.4 and etcd v3.6.4 from the Go module
 #                      proxy (through the wrapper module scripts/harness/cluster/), and two
 #                      helpers (the pause binary, cri-clean), once, into
-#                      $SANDBOXER_TOOLS_DIR/kubernetes-1.34.4; installs the Debian packages
-#                      it runs on (containerd 1.6, runc, containernetworking-plugins, ...)
-#                      when missing
+#                      $SANDBOXER_TOOLS_DIR/kubernetes-1.34.4 (and CoreDNS and kube-router,
+#                      each from its own module graph); installs the Debian packages it
+#                      runs on (containerd 1.6, runc, containernetworking-plugins, ipset,
+#                      ...) when missing
 #   cluster.sh up      (idempotent; runs build first) starts the cluster and waits until
 #                      the node is Ready and `default` has its service account
 #   cluster.sh env     prints KEY=VALUE lines for tests (see below)
@@ -21,7 +22,7 @@
 # Layout. The node lives in a network namespace of its own, sbxk8s, joined to the
 # host by a veth pair: sbxk8s0 (10.219.0.1/24) on the host, eth0 (10.219.0.2/24,
 # the node address) in the namespace. Every daemon (etcd, the control plane,
-# containerd, kubelet, kube-proxy) runs in it, so kube-proxy's iptables rules,
+# containerd, kubelet, kube-proxy, kube-router) runs in it, so their iptables rules,
 # the pod bridge cni0 (pods 10.244.0.0/24) and the sysctls the node needs stay
 # out of the host's network stack (where dockerd and other tests live), and the
 # API server (https://10.219.0.2:6443) and NodePorts (10.219.0.2:30000-32767) are
@@ -31,6 +32,18 @@
 # coredns and Service kube-dns (10.96.0.10) in kube-system: a Service's name
 # resolves in pods as on any conformant cluster. It answers only for the
 # cluster's names (no forwarding: this machine reaches no other DNS).
+#
+# NetworkPolicy: the bridge CNI enforces none, so kube-router v2.1.0 runs beside
+# kube-proxy as the NetworkPolicy enforcer only (--run-firewall, no router, no
+# service proxy), in the node's namespace like the other daemons: iptables
+# chains KUBE-ROUTER-*, KUBE-NWPLCY-*, KUBE-POD-FW-* and ipsets (the ipset
+# command; the kernel's ip_set) there. A connection a policy refuses is
+# rejected (ICMP port unreachable: "connection refused" at once), not dropped.
+# Traffic from the node itself (the kubelet's probes) is always let through;
+# NodePort traffic from the host comes from the host's address 10.219.0.1, so
+# it reaches a pod only when a policy admits all sources (or that address).
+# The module proxy here serves v2.1.0 only of kube-router/v2 (later versions:
+# 403), so that is the version.
 #
 # State: $SANDBOXER_HARNESS_DIR/cluster (certificates, kubeconfigs, configs,
 # etcd's data, the volumes, logs, pid files); /run/sandboxer-k8s (containerd's
@@ -100,9 +113,11 @@ CNI_BIN=/usr/lib/cni
 # err="Timeout: Too large resource version: 483, current: 1", over and over) and
 # it then hung on SIGTERM for more than 30s.
 ETCD_VERSION=3.6.4
+KUBE_ROUTER_VERSION=2.1.0
+KUBE_ROUTER_HEALTH_PORT=20244 # in the node's namespace
 SOCK="$RUN/containerd/containerd.sock"
 # Debian packages: the runtime, CNI plugins, and the commands used here.
-APT_PKGS=(containerd runc containernetworking-plugins iptables iproute2 util-linux procps openssl curl docker.io)
+APT_PKGS=(containerd runc containernetworking-plugins iptables ipset iproute2 util-linux procps openssl curl docker.io)
 
 log() { echo "cluster.sh: $*" >&2; }
 die() { echo "cluster.sh: ERROR: $*" >&2; exit 1; }
@@ -245,6 +260,19 @@ do_build() {
 		fi
 		mv -f "$BIN/coredns.tmp/coredns" "$BIN/coredns"
 		rm -rf "$BIN/coredns.tmp"
+	fi
+	if ! "$BIN/kube-router" --version 2>&1 | grep -F "version v$KUBE_ROUTER_VERSION," >/dev/null; then
+		# Its own module graph too (client-go v0.29).
+		log "building kube-router v$KUBE_ROUTER_VERSION into $BIN (about 2 minutes cold; log: $BIN/build-kube-router.log)"
+		ldflags="-s -w -X github.com/cloudnativelabs/kube-router/v2/pkg/version.Version=v$KUBE_ROUTER_VERSION"
+		ldflags+=" -X github.com/cloudnativelabs/kube-router/v2/pkg/version.BuildDate=1970-01-01T00:00:00Z"
+		if ! (cd "$BIN" && GOWORK=off CGO_ENABLED=0 GOBIN="$BIN/kube-router.tmp" \
+			go install -trimpath -ldflags "$ldflags" "github.com/cloudnativelabs/kube-router/v2/cmd/kube-router@v$KUBE_ROUTER_VERSION") >"$BIN/build-kube-router.log" 2>&1; then
+			tail -n 30 "$BIN/build-kube-router.log" >&2
+			die "kube-router build failed (log: $BIN/build-kube-router.log)"
+		fi
+		mv -f "$BIN/kube-router.tmp/kube-router" "$BIN/kube-router"
+		rm -rf "$BIN/kube-router.tmp"
 	fi
 	if ! helpers_built; then
 		log "building the pause and cri-clean helpers"
@@ -400,7 +428,8 @@ umount_under() {
 do_down() {
 	local n pids shims i
 	# The kubelet and kube-proxy first, so nothing restarts what goes next.
-	for n in kubelet kube-proxy kube-scheduler kube-controller-manager; do stop_daemon "$n"; done
+	# (kube-router leaves its iptables rules and ipsets: they go with the namespace.)
+	for n in kube-router kubelet kube-proxy kube-scheduler kube-controller-manager; do stop_daemon "$n"; done
 	if daemon_pid containerd >/dev/null && [ -x "$BIN/cri-clean" ]; then
 		# As the kubelet would: stop every pod (its containers, its CNI network,
 		# its network namespace), so that stopping containerd leaves no shim behind.
@@ -447,7 +476,7 @@ fi
 
 # ------------------------------------------------------------------ up: checks
 do_build
-for c in ip nsenter setsid nohup sysctl openssl iptables containerd ctr runc docker curl timeout sha256sum tar; do
+for c in ip nsenter setsid nohup sysctl openssl iptables ipset containerd ctr runc docker curl timeout sha256sum tar; do
 	command -v "$c" >/dev/null 2>&1 || die "'$c' not found (cluster.sh build installs it)"
 done
 for c in bridge host-local loopback portmap; do
@@ -524,6 +553,7 @@ cert admin "/O=system:masters/CN=sandboxer-admin" clientAuth
 cert controller-manager "/CN=system:kube-controller-manager" clientAuth
 cert scheduler "/CN=system:kube-scheduler" clientAuth
 cert kube-proxy "/CN=system:kube-proxy" clientAuth
+cert kube-router "/CN=system:kube-router" clientAuth
 cert kubelet-client "/O=system:nodes/CN=system:node:$NODE_NAME" clientAuth
 cert kubelet-serving "/CN=$NODE_NAME" serverAuth "DNS:$NODE_NAME,IP:$NODE_IP"
 cert front-proxy-client "/CN=front-proxy-client" clientAuth "" front-proxy-ca
@@ -561,7 +591,7 @@ kubeconfig() {
 	mv -f "$f.new" "$f"
 }
 kubeconfig "$ADMIN_KUBECONFIG" admin
-for u in controller-manager scheduler kube-proxy kubelet-client; do kubeconfig "$CONF/$u.kubeconfig" "$u"; done
+for u in controller-manager scheduler kube-proxy kube-router kubelet-client; do kubeconfig "$CONF/$u.kubeconfig" "$u"; done
 
 # ------------------------------------------------------------------ containerd
 mkdir -p "$CONF/cni" "$VAR/containerd" "$RUN/containerd"
@@ -782,7 +812,10 @@ start_daemon kubelet "$BIN/kubelet" --config="$CONF/kubelet.yaml" \
 	--kubeconfig="$CONF/kubelet-client.kubeconfig" --root-dir="$VAR/kubelet" \
 	--hostname-override="$NODE_NAME" --node-ip="$NODE_IP" --v=1
 
-cat >"$CONF/kube-proxy.yaml" <<EOF
+# Written only when it changes: a running kube-proxy watches the file and
+# exits when it is rewritten, even with the same content, and an `up` of a
+# cluster that is up must leave it running.
+cat >"$CONF/kube-proxy.yaml.new" <<EOF
 apiVersion: kubeproxy.config.k8s.io/v1alpha1
 kind: KubeProxyConfiguration
 clientConnection:
@@ -800,6 +833,11 @@ conntrack:
   maxPerCore: 0
   min: 0
 EOF
+if cmp -s "$CONF/kube-proxy.yaml.new" "$CONF/kube-proxy.yaml"; then
+	rm -f "$CONF/kube-proxy.yaml.new"
+else
+	mv -f "$CONF/kube-proxy.yaml.new" "$CONF/kube-proxy.yaml"
+fi
 start_daemon kube-proxy "$BIN/kube-proxy" --config="$CONF/kube-proxy.yaml" --v=1
 
 # ------------------------------------------------------------------ storage
@@ -911,11 +949,47 @@ node_is_ready() {
 	[ "$(kc --request-timeout=5s get node "$NODE_NAME" -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}')" = True ]
 }
 wait_for kubelet 180 "node $NODE_NAME Ready" node_is_ready
+
+# ------------------------------------------------------------------ network policy
+# kube-router as the NetworkPolicy enforcer only (see the header). It reads
+# its node object when it starts (and exits without it): after the node is
+# registered. What it watches, read-only.
+objects="$CONF/kube-router.yaml"
+cat >"$objects" <<EOF
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: "sandboxer:kube-router"}
+rules:
+- apiGroups: [""]
+  resources: [namespaces, pods, services, nodes, endpoints]
+  verbs: [get, list, watch]
+- apiGroups: [networking.k8s.io]
+  resources: [networkpolicies]
+  verbs: [get, list, watch]
+- apiGroups: [discovery.k8s.io]
+  resources: [endpointslices]
+  verbs: [get, list, watch]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: "sandboxer:kube-router"}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: "sandboxer:kube-router"}
+subjects:
+- {apiGroup: rbac.authorization.k8s.io, kind: User, name: "system:kube-router"}
+EOF
+kc apply -f "$objects" >"$LOGS/kube-router-apply.log" 2>&1 ||
+	{ tail -n 20 "$LOGS/kube-router-apply.log" >&2; die "applying $objects failed (log: $LOGS/kube-router-apply.log)"; }
+start_daemon kube-router "$BIN/kube-router" --kubeconfig="$CONF/kube-router.kubeconfig" \
+	--hostname-override="$NODE_NAME" \
+	--run-firewall=true --run-router=false --run-service-proxy=false --run-loadbalancer=false \
+	--service-cluster-ip-range="$SERVICE_CIDR" --service-node-port-range=30000-32767 \
+	--health-port="$KUBE_ROUTER_HEALTH_PORT" --metrics-port=0 --v=1
 wait_for kube-controller-manager 120 "service account default/default" kc --request-timeout=5s get serviceaccount default -n default
-for n in containerd etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy; do
+for n in containerd etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kube-router; do
 	daemon_pid "$n" >/dev/null || { tail -n 25 "$LOGS/$n.log" >&2; die "$n is not running (log: $LOGS/$n.log)"; }
 done
 wait_for kube-proxy 60 "kube-proxy healthy" inns curl -fsS --max-time 2 http://127.0.0.1:10256/healthz
+wait_for kube-router 60 "kube-router healthy" inns curl -fsS --max-time 2 "http://127.0.0.1:$KUBE_ROUTER_HEALTH_PORT/healthz"
 dns_ready() {
 	[ "$(kc --request-timeout=5s -n kube-system get deployment coredns -o 'jsonpath={.status.readyReplicas}')" = 1 ]
 }

@@ -4,7 +4,8 @@
 # serving HTTP and a NodePort Service for it; the NodePort answers from the host
 # at the node address; a second pod reaches the first through the Service's
 # ClusterIP and its name (cluster DNS); a claim on the default StorageClass
-# binds and a pod writes to it; then the namespace is deleted and must be gone
+# binds and a pod writes to it; a NetworkPolicy admits one pod and refuses
+# another (kube-router); then the namespace is deleted and must be gone
 # within a minute, and the PV it used must be gone with its directory.
 set -euo pipefail
 
@@ -147,6 +148,56 @@ pv="$(kc -n "$NS" get pvc data -o 'jsonpath={.spec.volumeName}')"
 dir="$(kc get pv "$pv" -o 'jsonpath={.spec.hostPath.path}')"
 [ "$(cat "$dir/sub/f")" = written ] || die "$dir/sub/f does not hold what the pod wrote"
 say "claim bound to $pv; a pod wrote $dir/sub/f"
+
+# NetworkPolicy (kube-router): web admits only pods labelled net=a; one such
+# pod reaches it, one labelled net=b is refused; the kubelet's probe keeps it
+# Ready. The net=a pod tries a few times (its address joins the allowed set
+# when kube-router syncs), the net=b one three times.
+kc -n "$NS" apply -f - >/dev/null <<EOF
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata:
+  name: web-from-a
+spec:
+  podSelector: {matchLabels: {app: web}}
+  policyTypes: [Ingress]
+  ingress:
+  - from:
+    - podSelector: {matchLabels: {net: a}}
+EOF
+sleep 1
+for n in a b; do
+	tries=3
+	[ "$n" = b ] || tries=10
+	kc -n "$NS" apply -f - >/dev/null <<EOF
+apiVersion: v1
+kind: Pod
+metadata:
+  name: client-$n
+  labels: {net: $n}
+spec:
+  restartPolicy: Never
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: client
+    image: sandboxer-busybox:latest
+    imagePullPolicy: Never
+    command: ["/bin/sh", "-c", "for i in \$(seq $tries); do r=\$(printf 'GET / HTTP/1.0\\r\\n\\r\\n' | nc -w 3 $ip 80 2>/dev/null | sed -n '\$p'); [ -z \"\$r\" ] || { echo \"\$r\"; exit 0; }; sleep 1; done; echo refused"]
+EOF
+done
+for n in a b; do
+	phase=""
+	for _ in $(seq 1 120); do
+		phase="$(kc -n "$NS" get pod "client-$n" -o 'jsonpath={.status.phase}')"
+		case "$phase" in Succeeded | Failed) break ;; esac
+		sleep 0.5
+	done
+	[ "$phase" = Succeeded ] || { kc -n "$NS" describe pod "client-$n" >&2; die "pod client-$n: phase '$phase', not Succeeded"; }
+done
+[ "$(kc -n "$NS" logs client-a)" = hello-from-k8s ] || die "client-a (net=a) got '$(kc -n "$NS" logs client-a)' from web, not its page"
+[ "$(kc -n "$NS" logs client-b)" = refused ] || die "client-b (net=b) got '$(kc -n "$NS" logs client-b)' from web: the NetworkPolicy is not enforced"
+[ "$(kc -n "$NS" get deployment web -o 'jsonpath={.status.readyReplicas}')" = 1 ] || die "web is not Ready under its NetworkPolicy"
+say "NetworkPolicy enforced: a net=a pod reaches web, a net=b pod is refused, web stays Ready"
 
 t0=$SECONDS
 kc delete namespace "$NS" --wait=false >/dev/null
