@@ -68,6 +68,11 @@ type ClusterExtension interface {
 	// List reads every sandbox of the cluster's namespace prefix, with its
 	// services (the list resource, `terraform query`).
 	List(ctx context.Context, c *Cluster) ([]SandboxInfo, error)
+	// Capacity is what pool placement weighs (placement.go): the
+	// sandboxes of the cluster's prefix, and the memory and CPUs of its
+	// Ready nodes, available being what pods have not requested yet (Load1
+	// is the CPUs requested). Disk is not read.
+	Capacity(ctx context.Context, c *Cluster) (Capacity, error)
 	// Destroy deletes the sandbox and returns once nothing of it is left;
 	// a sandbox already gone is success.
 	Destroy(ctx context.Context, c *Cluster, id string) error

@@ -417,3 +417,73 @@ list "sandboxer_sandbox" "k8s" {
 		t.Errorf("terraform query does not list sandbox %s as ready:\n%s", id, out)
 	}
 }
+
+// A pool of a host and a cluster: a sandbox of profile.compose-k8s goes to
+// the cluster, one of a host profile to the host, and the cluster's
+// max_sandboxes holds at plan time.
+func TestAccSandbox_poolMixesHostsAndClusters(t *testing.T) {
+	testAccPreCheck(t)
+	c := testharness.StartedCluster(t)
+	h := newAccHost(t)
+	repo := t.TempDir()
+	must(t, os.WriteFile(filepath.Join(repo, "compose.yaml"), []byte("services:\n  app:\n    image: "+testharness.Image(t)+
+		"\n    command: [\"sh\", \"-c\", \"trap 'exit 0' TERM; while true; do sleep 1; done\"]\n"), 0o644))
+	provider := fmt.Sprintf(`
+provider "sandboxer" {
+  host {
+    name             = "harness"
+    address          = %q
+    user             = %q
+    private_key_file = %q
+    known_hosts_file = %q
+    root_dir         = %q
+    pool             = "mixed"
+  }
+  cluster {
+    name            = "k8s"
+    kubeconfig_file = %q
+    node_address    = %q
+    storage_class   = %q
+    helper_image    = %q
+    pool            = "mixed"
+    max_sandboxes   = 1
+  }
+}
+`, testharness.Env(t, "SANDBOXER_TEST_SSH_ADDR"), testharness.Env(t, "SANDBOXER_TEST_SSH_USER"),
+		testharness.Env(t, "SANDBOXER_TEST_SSH_KEY"), testharness.Env(t, "SANDBOXER_TEST_KNOWN_HOSTS"), h.rootDir,
+		testharness.Env(t, "SANDBOXER_TEST_KUBECONFIG"), c.NodeAddress, c.StorageClass, testharness.Image(t))
+	sandboxes := func(k8s int) string {
+		return provider + fmt.Sprintf(`
+resource "sandboxer_sandbox" "k" {
+  count     = %d
+  profile   = "profile.compose-k8s"
+  host_pool = "mixed"
+  inputs    = { repo = %q }
+}
+
+resource "sandboxer_sandbox" "w" {
+  profile   = "profile.workspace"
+  host_pool = "mixed"
+}
+`, k8s, repo)
+	}
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProviders,
+		CheckDestroy:             h.checkNothingLeft(t),
+		Steps: []resource.TestStep{
+			{
+				Config: sandboxes(1),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue("sandboxer_sandbox.k[0]", tfjsonpath.New("host"), knownvalue.StringExact("k8s")),
+					statecheck.ExpectKnownValue("sandboxer_sandbox.k[0]", tfjsonpath.New("status"), knownvalue.StringExact("ready")),
+					statecheck.ExpectKnownValue("sandboxer_sandbox.w", tfjsonpath.New("host"), knownvalue.StringExact("harness")),
+				},
+			},
+			{
+				Config:      sandboxes(2),
+				PlanOnly:    true,
+				ExpectError: regexp.MustCompile(`(?s)pool "mixed" has no host that can take another sandbox:.*k8s: full: 1 of 1 sandboxes`),
+			},
+		},
+	})
+}

@@ -45,12 +45,17 @@ func clusterPlanConfig(t *testing.T, kubeconfig, compose, profile, host, extra s
 	t.Helper()
 	repo := t.TempDir()
 	must(t, os.WriteFile(filepath.Join(repo, "compose.yaml"), []byte(compose), 0o644))
+	where := fmt.Sprintf("host = %q", host)
+	if host == "" {
+		where = ""
+	}
 	return fmt.Sprintf(`
 provider "sandboxer" {
   host {
     name     = "build"
     local    = true
     root_dir = %q
+    pool     = "hosts"
   }
   cluster {
     name            = "k8s"
@@ -61,11 +66,11 @@ provider "sandboxer" {
 
 resource "sandboxer_sandbox" "app" {
   profile = %q
-  host    = %q
+  %s
   inputs  = { repo = %q }
 %s
 }
-`, t.TempDir(), kubeconfig, profile, host, repo, extra)
+`, t.TempDir(), kubeconfig, profile, where, repo, extra)
 }
 
 func TestUnitClusterPlan_servicesWithoutAsking(t *testing.T) {
@@ -116,6 +121,10 @@ func TestUnitClusterPlan_refusals(t *testing.T) {
 		"a profile of hosts on a cluster": {
 			compose: ok, profile: "profile.compose-e2e", host: "k8s",
 			want: regexp.MustCompile(`(?s)Profile Runs on Hosts.*profile.compose-k8s`),
+		},
+		"a pool without a cluster": {
+			compose: ok, profile: "profile.compose-k8s", extra: `  host_pool = "hosts"`,
+			want: regexp.MustCompile(`(?s)pool "hosts" has no cluster block, where profile.compose-k8s's sandboxes go\s+\(its members: build\)`),
 		},
 		"profile.compose-k8s on a host": {
 			compose: ok, profile: "profile.compose-k8s", host: "build",

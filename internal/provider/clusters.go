@@ -30,6 +30,11 @@ type clusterModel struct {
 	StorageClass    types.String `tfsdk:"storage_class"`
 	NodeAddress     types.String `tfsdk:"node_address"`
 	HelperImage     types.String `tfsdk:"helper_image"`
+	// Pool, MaxSandboxes and Labels place sandboxes (pools.go), as a
+	// host block's do.
+	Pool         types.String `tfsdk:"pool"`
+	MaxSandboxes types.Int64  `tfsdk:"max_sandboxes"`
+	Labels       types.Map    `tfsdk:"labels"`
 	hostRulesModel
 }
 
@@ -65,6 +70,14 @@ func clusterBlock() schema.Block {
 			MarkdownDescription: "Image of the short-lived pod that uploads the repo's files into the sandbox's claim: any image with " +
 				"`sh` and `tar` the nodes have or can pull. Default `" + defaultHelperImage + "`."},
 	}
+	attrs["pool"] = schema.StringAttribute{Optional: true,
+		MarkdownDescription: "Pool this cluster belongs to, beside hosts: a sandbox of `profile.compose-k8s` with `host_pool` goes to " +
+			"the pool's cluster with the most headroom (free sandbox slots, and memory and CPUs its nodes' pods have not requested); " +
+			"a sandbox of a host profile goes to the pool's hosts."}
+	attrs["max_sandboxes"] = schema.Int64Attribute{Optional: true,
+		MarkdownDescription: "Most sandboxes (namespaces of `namespace_prefix`) pool placement puts on this cluster. Unset: no limit."}
+	attrs["labels"] = schema.MapAttribute{Optional: true, ElementType: types.StringType,
+		MarkdownDescription: "Labels pool placement matches against a sandbox's `host_labels`."}
 	addHostRulesAttributes(attrs)
 	return schema.ListNestedBlock{
 		MarkdownDescription: "A Kubernetes cluster sandboxes of `profile.compose-k8s` run on, a namespace each, reached through its " +

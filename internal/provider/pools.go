@@ -50,10 +50,12 @@ type hostPool struct {
 	declared        bool     // a pool block configured it
 }
 
-// poolMember is what a host block says about its place in a pool.
+// poolMember is what a host (or cluster) block says about its place in a
+// pool.
 type poolMember struct {
 	labels       map[string]string
 	maxSandboxes int
+	cluster      bool // a cluster block: it takes the sandboxes of cluster profiles only
 }
 
 // placer places sandboxes in pools for one provider process.
@@ -74,9 +76,9 @@ func newPlacer() *placer {
 		capacity: backends.Flight[string, backends.Capacity]{What: "capacity read", Keep: backends.Forever, KeepFailures: backends.Forever, Timeout: capacityReadTimeout}}
 }
 
-// addHost adds a host block's pool membership.
-func (p *placer) addHost(name, pool string, labels map[string]string, maxSandboxes int) {
-	p.members[name] = poolMember{labels: labels, maxSandboxes: maxSandboxes}
+// addHost adds a host (or cluster) block's pool membership.
+func (p *placer) addHost(name, pool string, m poolMember) {
+	p.members[name] = m
 	if pool == "" {
 		return
 	}
@@ -90,22 +92,35 @@ func (p *placer) addHost(name, pool string, labels map[string]string, maxSandbox
 }
 
 // place chooses a host of pool for one sandbox requiring labels, counting
-// it in planned (a plan) or created (a create) of this process.
-func (d *providerData) place(ctx context.Context, pool string, labels map[string]string, create bool) (backends.Placement, error) {
+// it in planned (a plan) or created (a create) of this process. A sandbox
+// of a cluster extension (kube) is placed on the pool's clusters, any
+// other on its hosts.
+func (d *providerData) place(ctx context.Context, pool string, labels map[string]string, kube, create bool) (backends.Placement, error) {
 	p := d.placer
 	hp, ok := p.pools[pool]
 	if !ok {
-		return backends.Placement{}, fmt.Errorf("pool %q is not named by any host block (pools: %s)", pool, strings.Join(slices.Sorted(maps.Keys(p.pools)), ", "))
+		return backends.Placement{}, fmt.Errorf("pool %q is not named by any host or cluster block (pools: %s)", pool, strings.Join(slices.Sorted(maps.Keys(p.pools)), ", "))
 	}
-	// The capacity of every host of the pool, read in parallel, once. The
-	// read serves every placement of the process: it outlives the request
-	// that happens to start it, within a bound of its own.
-	caps := make([]backends.Capacity, len(hp.hosts))
-	errs := make([]error, len(hp.hosts))
+	members := slices.DeleteFunc(slices.Clone(hp.hosts), func(n string) bool { return p.members[n].cluster != kube })
+	if len(members) == 0 {
+		what, profile := "host", "host profiles'"
+		if kube {
+			what, profile = "cluster", "profile.compose-k8s's"
+		}
+		return backends.Placement{}, fmt.Errorf("pool %q has no %s block, where %s sandboxes go (its members: %s)", pool, what, profile, strings.Join(hp.hosts, ", "))
+	}
+	// The capacity of every member of the pool, read in parallel, once.
+	// The read serves every placement of the process: it outlives the
+	// request that happens to start it, within a bound of its own.
+	caps := make([]backends.Capacity, len(members))
+	errs := make([]error, len(members))
 	var wg sync.WaitGroup
-	for i, name := range hp.hosts {
+	for i, name := range members {
 		wg.Go(func() {
 			caps[i], errs[i] = p.capacity.Do(ctx, name, func(ctx context.Context) (backends.Capacity, error) {
+				if c, ok := d.cluster(name); ok {
+					return d.kube.Capacity(ctx, c)
+				}
 				h, err := d.host(name)
 				if err != nil {
 					return backends.Capacity{}, err
@@ -125,8 +140,8 @@ func (d *providerData) place(ctx context.Context, pool string, labels map[string
 	if create {
 		count = p.created
 	}
-	cands := make([]backends.Candidate, len(hp.hosts))
-	for i, name := range hp.hosts {
+	cands := make([]backends.Candidate, len(members))
+	for i, name := range members {
 		m := p.members[name]
 		cands[i] = backends.Candidate{Host: name, Labels: m.labels, MaxSandboxes: m.maxSandboxes,
 			Capacity: caps[i], Err: errs[i], Placed: count[name]}
@@ -179,7 +194,24 @@ func configurePools(cfg *providerModel, data *providerData, diags *diag.Diagnost
 		}
 		labels := map[string]string{}
 		diags.Append(hm.Labels.ElementsAs(context.Background(), &labels, false)...)
-		p.addHost(hm.Name.ValueString(), hm.Pool.ValueString(), labels, maxSandboxes)
+		p.addHost(hm.Name.ValueString(), hm.Pool.ValueString(), poolMember{labels: labels, maxSandboxes: maxSandboxes})
+	}
+	for i, cm := range cfg.Clusters {
+		if _, ok := data.clusters[cm.Name.ValueString()]; !ok {
+			continue // unusable: said by configureClusters
+		}
+		maxSandboxes := 0
+		if !cm.MaxSandboxes.IsNull() {
+			if n := cm.MaxSandboxes.ValueInt64(); n < 1 {
+				diags.AddAttributeError(path.Root("cluster").AtListIndex(i).AtName("max_sandboxes"), "Invalid Maximum",
+					fmt.Sprintf("cluster %q: max_sandboxes must be at least 1", cm.Name.ValueString()))
+			} else {
+				maxSandboxes = int(n)
+			}
+		}
+		labels := map[string]string{}
+		diags.Append(cm.Labels.ElementsAs(context.Background(), &labels, false)...)
+		p.addHost(cm.Name.ValueString(), cm.Pool.ValueString(), poolMember{labels: labels, maxSandboxes: maxSandboxes, cluster: true})
 	}
 	for i, pm := range cfg.Pools {
 		at := path.Root("pool").AtListIndex(i)

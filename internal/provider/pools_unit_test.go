@@ -154,7 +154,7 @@ resource "sandboxer_sandbox" "s" {
 resource "sandboxer_sandbox" "s" {
   profile   = "profile.workspace"
   host_pool = "gpu"
-}`, `pool "gpu" is not named by any host block \(pools: ci\)`},
+}`, `pool "gpu" is not named by any host or cluster block \(pools: ci\)`},
 		{"no host carries the labels", provider + `
 resource "sandboxer_sandbox" "s" {
   profile     = "profile.workspace"

@@ -180,6 +180,7 @@ func (d *providerData) destroySandbox(ctx context.Context, diags *diag.Diagnosti
 			diags.AddError(summary, fmt.Sprintf("Sandbox %s on cluster %q: %v", id, c.Name, err))
 			return
 		}
+		d.uncountDestroyed(ctx, c.Name)
 		d.emit(ctx, diags, events.Event{Event: events.SandboxDestroyed, SandboxID: id, Host: c.Name, Profile: profile})
 		return
 	}

@@ -175,7 +175,7 @@ func (p *sandboxPlan) routeNew(ctx context.Context) bool {
 // checkPool checks that pool can take the sandbox, counting what this plan
 // placed before it. Hosts that had to be skipped are warnings.
 func (p *sandboxPlan) checkPool(ctx context.Context, pool string) {
-	placement, err := p.data.place(ctx, pool, p.poolLabels, false)
+	placement, err := p.data.place(ctx, pool, p.poolLabels, p.data.registry.OnCluster(p.plan.Extension.ValueString()), false)
 	if err != nil {
 		p.resp.Diagnostics.AddAttributeError(path.Root("host_pool"), "Unable to Place Sandbox", err.Error())
 		return
@@ -220,7 +220,7 @@ func (p *sandboxPlan) extension() (backends.Validator, bool) {
 	}
 	// An unknown host is chosen from a pool at create; route checked the pool.
 	if p.plan.Host.IsUnknown() {
-		return ext, true
+		return ext, !p.data.registry.OnCluster(ext.Name()) || p.checkClusterArguments()
 	}
 	host := p.plan.Host.ValueString()
 	_, isCluster := p.data.cluster(host)
@@ -249,8 +249,8 @@ func (p *sandboxPlan) extension() (backends.Validator, bool) {
 func (p *sandboxPlan) checkClusterArguments() bool {
 	if !p.plan.TTL.IsNull() || p.plan.OnExpiry.ValueString() == backends.ExpiryStop {
 		p.resp.Diagnostics.AddAttributeError(path.Root("ttl"), "Lifetime Not Supported on Clusters",
-			fmt.Sprintf("host %q is a cluster, which has no reaper to stop or destroy a sandbox at its expiry: remove ttl and on_expiry "+
-				"(and a profile's ttl), and destroy the sandbox with Terraform", p.plan.Host.ValueString()))
+			fmt.Sprintf("profile %s runs on a cluster, which has no reaper to stop or destroy a sandbox at its expiry: remove ttl and on_expiry "+
+				"(and a profile's ttl), and destroy the sandbox with Terraform", p.profile.Name))
 		return false
 	}
 	return true

@@ -68,7 +68,7 @@ func (r *SandboxResource) Create(ctx context.Context, req resource.CreateRequest
 	if plan.Host.IsUnknown() {
 		// Placed in a pool now, with what this apply has placed counted.
 		_, pool := catalog.Place(profile, r.data.placementRequest(types.StringNull(), plan.HostPool))
-		placement, err := r.data.place(ctx, pool, stringMap(ctx, plan.HostLabels, &resp.Diagnostics), true)
+		placement, err := r.data.place(ctx, pool, stringMap(ctx, plan.HostLabels, &resp.Diagnostics), r.data.registry.OnCluster(plan.Extension.ValueString()), true)
 		if err != nil {
 			resp.Diagnostics.AddAttributeError(path.Root("host_pool"), "Unable to Place Sandbox", err.Error())
 			return

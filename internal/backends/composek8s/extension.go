@@ -212,21 +212,33 @@ func (e *Extension) Get(ctx context.Context, c *backends.Cluster, id string) (*b
 	return &rec.Sandbox, st, nil
 }
 
-// List reads the records of every namespace of the cluster's prefix (one
-// request: the records' ConfigMaps, found by label and name), then each
-// sandbox's services as Get does.
-func (e *Extension) List(ctx context.Context, c *backends.Cluster) ([]backends.SandboxInfo, error) {
+// ids are the sandboxes of the cluster's prefix: one request, their
+// records' ConfigMaps, found by label and name.
+func ids(ctx context.Context, c *backends.Cluster) ([]string, error) {
 	cms, err := c.Client.CoreV1().ConfigMaps("").List(ctx, metav1.ListOptions{
 		LabelSelector: LabelManagedBy + "=" + ManagedBy, FieldSelector: "metadata.name=" + recordName})
 	if err != nil {
 		return nil, fmt.Errorf("listing the sandboxes' records: %w", err)
 	}
-	var out []backends.SandboxInfo
+	var out []string
 	for _, cm := range cms.Items {
 		id := cm.Labels[LabelSandbox]
-		if backends.CheckID(id) != nil || cm.Namespace != namespace(c, id) {
-			continue // another prefix's, or not a sandbox's
+		if backends.CheckID(id) == nil && cm.Namespace == namespace(c, id) { // not another prefix's
+			out = append(out, id)
 		}
+	}
+	slices.Sort(out) // as a host lists them
+	return out, nil
+}
+
+// List reads every sandbox of the cluster's prefix, each as Get does.
+func (e *Extension) List(ctx context.Context, c *backends.Cluster) ([]backends.SandboxInfo, error) {
+	all, err := ids(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	var out []backends.SandboxInfo
+	for _, id := range all {
 		sb, st, err := e.Get(ctx, c, id)
 		if errors.Is(err, backends.ErrNotFound) {
 			continue // destroyed since the list
@@ -236,7 +248,6 @@ func (e *Extension) List(ctx context.Context, c *backends.Cluster) ([]backends.S
 		}
 		out = append(out, backends.SandboxInfo{Sandbox: sb, Status: st})
 	}
-	slices.SortFunc(out, func(a, b backends.SandboxInfo) int { return strings.Compare(a.Sandbox.ID, b.Sandbox.ID) }) // as a host lists them
 	return out, nil
 }
 
