@@ -82,7 +82,8 @@ func (r *SandboxResource) Schema(ctx context.Context, _ resource.SchemaRequest, 
 				// Replacement on a host change is decided in ModifyPlan, after the
 				// placement rule has filled in an unset host.
 				PlanModifiers: stable,
-				MarkdownDescription: "Host (a `host` block of the provider, or `local`). Default: the pool host chosen for `host_pool`, " +
+				MarkdownDescription: "Host (a `host` block of the provider, or `local`), or a `cluster` block for `profile.compose-k8s`. " +
+					"Default: the pool host (or cluster) chosen for `host_pool`, " +
 					"else the provider's `default_host` (env `SANDBOXER_HOST`), else the profile's first placement entry the provider " +
 					"declares (a host, or a pool), else `local`; metered profiles run on `local`. Known at plan time, except when a " +
 					"pool chooses it: then at create."},
@@ -148,9 +149,9 @@ func (r *SandboxResource) Schema(ctx context.Context, _ resource.SchemaRequest, 
 					"While stopped, `endpoints` is empty. A stack stopped or started out of band plans a start or a stop. " +
 					"Profiles without services (`profile.workspace`, metered `profile.saas-stub`) refuse `stopped` at plan time."},
 			"workspace_dir": schema.StringAttribute{Computed: true, PlanModifiers: stable,
-				MarkdownDescription: "Absolute path of the sandbox's workspace on its host."},
+				MarkdownDescription: "Absolute path of the sandbox's workspace on its host; empty on a cluster."},
 			"compose_project": schema.StringAttribute{Computed: true, PlanModifiers: stable,
-				MarkdownDescription: "Compose project name (compose sandboxes only)."},
+				MarkdownDescription: "Compose project name (compose sandboxes only); on a cluster, the sandbox's namespace."},
 			"services": schema.ListAttribute{Computed: true, ElementType: serviceType,
 				MarkdownDescription: "Compose services, sorted by name, with their state (`running`, `starting`, `unhealthy`, `exited`, `missing`, ...) " +
 					"and `ports`: each published port as `{ target, protocol, host_ip, published, address }`, where `address` is " +
