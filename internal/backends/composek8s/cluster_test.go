@@ -44,9 +44,11 @@ services:
   web:
     image: ` + img + `
     pull_policy: never
-    # db by its name, on a port it never declared (as in compose); busybox
-    # httpd ignores SIGTERM, hence the short grace periods.
-    command: ["sh", "-c", "cp /repo-site/index.html /data/ && printf 'GET / HTTP/1.0\\r\\n\\r\\n' | nc -w 5 db 5432 | tail -n 1 > /data/db.txt && exec httpd -f -p 8080 -h /data"]
+    # db by its name, on a port it never declared (as in compose), retried
+    # as a client should: the network plugin admits a new pod to the
+    # policies that let it in a moment after it starts. busybox httpd
+    # ignores SIGTERM, hence the short grace periods.
+    command: ["sh", "-c", "cp /repo-site/index.html /data/ && for i in 1 2 3 4 5 6 7 8 9 10; do printf 'GET / HTTP/1.0\\r\\n\\r\\n' | nc -w 5 db 5432 | tail -n 1 > /data/db.txt; [ -s /data/db.txt ] && break; sleep 1; done; exec httpd -f -p 8080 -h /data"]
     stop_grace_period: 1s
     ports: ["8080"]
     volumes:

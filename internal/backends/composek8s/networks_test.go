@@ -73,12 +73,18 @@ networks:
 		t.Fatal(err)
 	}
 
-	// A refused connection is rejected at once; busybox's own wget -T
-	// crashes in the harness image, hence timeout.
-	fetch := func(from, url string) string {
+	// The network plugin admits a new pod to the policies a moment after
+	// it starts: each check is asked again, for a few seconds, until it
+	// sees what it wants; one that never does fails. A refused connection
+	// is rejected at once; busybox's own wget -T crashes in the harness
+	// image, hence timeout.
+	fetch := func(from, url string, reached bool) string {
+		want := map[bool]string{true: "reached", false: "refused"}[reached]
 		var out bytes.Buffer
 		res, err := composek8s.Exec(ctx, cl.Cluster, objs, backends.ExecRequest{Service: from, Stdout: &out,
-			Command: []string{"sh", "-c", `timeout 5 wget -q -O- "$1" 2>/dev/null || echo refused`, "sh", url}})
+			Command: []string{"sh", "-c", `for i in $(seq 20); do ` +
+				`if timeout 5 wget -q -O- "$1" >/dev/null 2>&1; then got=reached; else got=refused; fi; ` +
+				`[ "$got" = "$2" ] && break; sleep 0.5; done; echo "$got"`, "sh", url, want}})
 		if err != nil || res.ExitCode != 0 {
 			t.Fatalf("exec in %s: %+v %v", from, res, err)
 		}
@@ -98,9 +104,8 @@ networks:
 		// any container reaches it at the host's address.
 		{"db", "http://web:8080/", true},
 	} {
-		got := fetch(c.from, c.url)
-		if reached := got != "refused"; reached != c.reached {
-			t.Errorf("%s -> %s: %q, reached %v, want %v", c.from, c.url, got, reached, c.reached)
+		if got := fetch(c.from, c.url, c.reached); (got == "reached") != c.reached {
+			t.Errorf("%s -> %s: %s, want reached %v", c.from, c.url, got, c.reached)
 		}
 	}
 
