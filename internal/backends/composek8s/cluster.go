@@ -2,6 +2,7 @@ package composek8s
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -19,6 +20,10 @@ import (
 // pollInterval is how often a wait reads the namespace again: the API
 // answers from the apiserver's cache, and one read lists every workload.
 var pollInterval = 500 * time.Millisecond
+
+// ErrNamespaceExists: the sandbox's namespace is there before its create,
+// someone else's: the create makes nothing, and nothing may tear it down.
+var ErrNamespaceExists = errors.New("exists already, and is not this sandbox's")
 
 // Create makes the sandbox's objects: its namespace, then what its pods
 // mount and resolve (the repo's files uploaded from repoDir with a helper
@@ -41,7 +46,9 @@ func Create(ctx context.Context, c *clusters.Cluster, o *Objects, repoDir, helpe
 			break
 		}
 	}
-	if _, err := cl.CoreV1().Namespaces().Create(ctx, o.Namespace, metav1.CreateOptions{}); err != nil {
+	if _, err := cl.CoreV1().Namespaces().Create(ctx, o.Namespace, metav1.CreateOptions{}); apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("namespace %s: %w", ns, ErrNamespaceExists)
+	} else if err != nil {
 		return fmt.Errorf("namespace %s: %w", ns, err)
 	}
 	create := func(kind, name string, err error) error {

@@ -6,16 +6,20 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8stypes "k8s.io/apimachinery/pkg/types"
 
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/backends"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/backends/composek8s"
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/catalog"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/testharness"
 )
 
@@ -362,5 +366,33 @@ func TestAbsentStorageClassMakesNothing(t *testing.T) {
 	}
 	if _, err := cl.Client.CoreV1().Namespaces().Get(ctx, objs.Namespace.Name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("namespace %s after a refused create: %v", objs.Namespace.Name, err)
+	}
+}
+
+// A namespace that is there before a sandbox's create (another's, under
+// the same name) fails the create, and is left as it was: the cleanup of
+// a failed create deletes only what the create made.
+func TestCreateLeavesAnotherNamespaceAlone(t *testing.T) {
+	cl := testharness.StartedCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	id := backends.NewID()
+	c := &backends.Cluster{Cluster: cl.Cluster, NamespacePrefix: "sbx", StorageClass: cl.StorageClass, NodeAddress: cl.NodeAddress, HelperImage: testharness.Image(t)}
+	ns := composek8s.Namespace(c.NamespacePrefix, id)
+	if _, err := cl.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cl.Client.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}) })
+	repo := t.TempDir()
+	if err := os.WriteFile(filepath.Join(repo, "compose.yaml"), []byte("services:\n  app:\n    image: "+testharness.Image(t)+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err := composek8s.New().Create(ctx, c, backends.Request{ID: id, Profile: &catalog.Profile{Name: "profile.compose-k8s"}, Inputs: map[string]string{"repo": repo}})
+	if !errors.Is(err, composek8s.ErrNamespaceExists) {
+		t.Fatalf("create into a namespace that was there: %v, want %v", err, composek8s.ErrNamespaceExists)
+	}
+	got, err := cl.Client.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+	if err != nil || got.DeletionTimestamp != nil {
+		t.Fatalf("the namespace that was there before the create: %v (deleting: %v)", err, got.DeletionTimestamp)
 	}
 }

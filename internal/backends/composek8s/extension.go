@@ -59,7 +59,7 @@ func namespace(c *backends.Cluster, id string) string { return Namespace(c.Names
 
 // Create converts the compose file, makes the namespace with the record
 // first, then its objects, and waits until they are ready; on failure
-// the namespace is deleted again.
+// the namespace is deleted again, unless it was there before.
 func (e *Extension) Create(ctx context.Context, c *backends.Cluster, req backends.Request) (*backends.Sandbox, backends.Status, error) {
 	l, err := composefile.Load(req.Inputs, req.Env)
 	if err != nil {
@@ -93,13 +93,16 @@ func (e *Extension) Create(ctx context.Context, c *backends.Cluster, req backend
 		rec.Sandbox.ReadyAt, rec.Sandbox.CreateDeadline = &now, nil
 		err = writeRecord(ctx, c.Client, ns, rec, "")
 	}
-	if err != nil {
+	if err != nil && !errors.Is(err, ErrNamespaceExists) {
 		cleanup, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
 		defer cancel()
 		if terr := Teardown(cleanup, c.Client, ns); terr != nil {
 			return nil, backends.Status{}, fmt.Errorf("%w\n\n%w: deleting namespace %s: %v", err, backends.ErrCleanupFailed, ns, terr)
 		}
 		return nil, backends.Status{}, err
+	}
+	if err != nil {
+		return nil, backends.Status{}, err // made nothing
 	}
 	out := rec.Sandbox
 	out.Timings = map[string]float64{backends.TimingTotal: time.Since(start).Round(time.Millisecond).Seconds()}
