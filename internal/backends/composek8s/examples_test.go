@@ -13,7 +13,7 @@ import (
 )
 
 // The 39 stacks of docker/awesome-compose (CC0; testdata/awesome-compose,
-// their compose files and the small text files beside them), converted as
+// their compose files and the files they name), converted as
 // a plan converts them: which convert, and why each of the others cannot
 // run on a cluster. A change in the conversion that turns away a stack it
 // took, or takes one for another reason, fails here.

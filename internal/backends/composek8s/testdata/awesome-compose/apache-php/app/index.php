@@ -1,3 +1,0 @@
-<?php 
-    echo '<h1>Hello World!</h1>'; 
-?> 

@@ -1,8 +1,0 @@
-from fastapi import FastAPI
-
-app = FastAPI()
-
-
-@app.get("/")
-def hello_world():
-    return {"message": "OK"}

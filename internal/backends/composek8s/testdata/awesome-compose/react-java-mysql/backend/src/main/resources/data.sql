@@ -1,1 +1,0 @@
-INSERT INTO example.greetings(name) values ('Docker');

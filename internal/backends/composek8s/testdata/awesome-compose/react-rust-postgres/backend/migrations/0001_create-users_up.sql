@@ -1,4 +1,0 @@
-CREATE TABLE users (
-  id SERIAL PRIMARY KEY,
-  login TEXT UNIQUE NOT NULL
-);

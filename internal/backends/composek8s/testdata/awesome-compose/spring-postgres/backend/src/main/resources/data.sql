@@ -1,1 +1,0 @@
-INSERT INTO GREETINGS(name) values ('Docker');

@@ -1,4 +1,0 @@
-CREATE TABLE IF NOT EXISTS GREETINGS (
-    id serial PRIMARY KEY,
-    name varchar(50) NOT NULL
-);
