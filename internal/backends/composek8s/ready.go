@@ -100,14 +100,27 @@ func (s *seen) failed(svc string) error {
 	for _, p := range s.pods[svc] {
 		for _, cs := range p.Status.ContainerStatuses {
 			if w := cs.State.Waiting; w != nil {
-				switch w.Reason {
-				case "ErrImagePull", "ImagePullBackOff", "ErrImageNeverPull", "InvalidImageName", "CreateContainerConfigError", "CrashLoopBackOff":
+				if waitingForGood(w) {
 					return fmt.Errorf("pod %s: %s: %s", p.Name, w.Reason, w.Message)
 				}
 			}
 		}
 	}
 	return nil
+}
+
+// waitingForGood says whether a container's waiting reason is one the
+// kubelet will not get past by itself. A config error is final when a
+// ConfigMap, Secret or key is missing, but not when the kubelet's own cache
+// of them was slow to sync on a busy node: it retries that on its next sync.
+func waitingForGood(w *corev1.ContainerStateWaiting) bool {
+	switch w.Reason {
+	case "ErrImagePull", "ImagePullBackOff", "ErrImageNeverPull", "InvalidImageName", "CrashLoopBackOff":
+		return true
+	case "CreateContainerConfigError":
+		return !strings.Contains(w.Message, "failed to sync")
+	}
+	return false
 }
 
 func jobDone(j batchv1.Job) bool {
