@@ -180,16 +180,6 @@ func (r *SandboxResource) created(ctx context.Context, sb *backends.Sandbox, dia
 	r.data.emit(ctx, diags, ev)
 }
 
-// readBack fills m from the host after a write, so state is what the host has.
-func (r *SandboxResource) readBack(ctx context.Context, h *hosts.Host, id string, m *sandboxModel, diags *diag.Diagnostics) {
-	sb, st, err := r.data.registry.Get(ctx, h, id)
-	if err != nil {
-		diags.AddError("Unable to Read Sandbox", fmt.Sprintf("Sandbox %s on host %q: %v", id, h.Host(), err))
-		return
-	}
-	diags.Append(m.fromBackend(ctx, sb, st, h.EndpointHost)...)
-}
-
 func (r *SandboxResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
 	var state sandboxModel
 	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
@@ -305,12 +295,18 @@ func (r *SandboxResource) Update(ctx context.Context, req resource.UpdateRequest
 		}
 		resp.Diagnostics.Append(plan.fromBackend(ctx, sb, st, h.EndpointHost)...)
 	} else {
-		if _, err := r.data.registry.Update(ctx, h, plan.ID.ValueString(), change); err != nil {
+		sb, err := r.data.registry.Update(ctx, h, plan.ID.ValueString(), change)
+		if err != nil {
 			resp.Diagnostics.AddError("Unable to Update Sandbox", fmt.Sprintf("Sandbox %s on host %q: %v", plan.ID.ValueString(), h.Host(), err))
 			return
 		}
+		// State is the record as written; the services are as planned (the
+		// refresh before this read them, and nothing here touched them), so
+		// no status is read again: across an apply changing many sandboxes'
+		// ttl or labels, that was two host commands each, and the compose
+		// command's detection.
 		status, services, endpoints, waitForPorts := plan.Status, plan.Services, plan.Endpoints, plan.WaitForPorts
-		r.readBack(ctx, h, plan.ID.ValueString(), &plan, &resp.Diagnostics)
+		resp.Diagnostics.Append(plan.fromBackend(ctx, sb, backends.Status{State: status.ValueString()}, h.EndpointHost)...)
 		plan.Status, plan.Services, plan.Endpoints, plan.WaitForPorts = status, services, endpoints, waitForPorts
 	}
 	if resp.Diagnostics.HasError() {
