@@ -49,7 +49,7 @@ func (r *Registry) SetDesiredState(ctx context.Context, h *hosts.Host, sb *Sandb
 // is a round trip. A change of a metered sandbox's quote is written by
 // itself first, as Update does, its hold following it.
 func (r *Registry) UpdateAndSetState(ctx context.Context, h *hosts.Host, id string, change func(*Sandbox), desired string) (*Sandbox, Status, error) {
-	sb, err := readRecord(ctx, h, id)
+	sb, err := r.recordFromView(ctx, h, id)
 	if err != nil {
 		return nil, Status{}, err
 	}
@@ -67,6 +67,26 @@ func (r *Registry) UpdateAndSetState(ctx context.Context, h *hosts.Host, id stri
 	pending.addRecord(sb)
 	st, err := r.setDesiredState(ctx, h, sb, desired, pending)
 	return sb, st, err
+}
+
+// recordFromView is sb's record from h's host view, read now or shared
+// with the reads in flight: the stops (starts) an apply makes at once
+// share one read of the host's records, as its refreshes do, and so reach
+// their own commands together, which the extension can then run as one
+// (composessh: hosts.AskTogether) instead of one after another.
+func (r *Registry) recordFromView(ctx context.Context, h *hosts.Host, id string) (*Sandbox, error) {
+	if err := CheckID(id); err != nil {
+		return nil, err
+	}
+	view, err := r.view(ctx, h)
+	if err != nil {
+		return nil, err
+	}
+	data, ok := view.records[id]
+	if !ok {
+		return nil, ErrNotFound
+	}
+	return decodeRecord(h, id, data, view.root)
 }
 
 func (r *Registry) setDesiredState(ctx context.Context, h *hosts.Host, sb *Sandbox, desired string, pending *Pending) (Status, error) {

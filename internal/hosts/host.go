@@ -145,6 +145,18 @@ var (
 	_ privateRunner = (*Local)(nil)
 )
 
+// runScriptPrivately runs script where no other user of the host reads
+// it: in a shell of the connection, or, when none takes it (a script too
+// long for a shell), on a session's input.
+func runScriptPrivately(ctx context.Context, t Transport, script string, out *bytes.Buffer) error {
+	err := runPrivately(ctx, t, script, out)
+	if errors.Is(err, errNotRun) {
+		out.Reset()
+		err = transportRun(ctx, t, script, out)
+	}
+	return err
+}
+
 // runPrivately runs script through t's privateRunner; errNotRun (wrapped)
 // when t has none or it declines.
 func runPrivately(ctx context.Context, t Transport, script string, stdout io.Writer) error {
@@ -401,15 +413,14 @@ func transportRun(ctx context.Context, t Transport, script string, stdout io.Wri
 // command's reply holds what it answered before it failed.
 func AskPrivately(ctx context.Context, t Transport, what string, script func(m Mark) string) (Reply, error) {
 	m := NewMark()
-	s := script(m)
+	return askPrivately(ctx, t, what, m, script(m))
+}
+
+// askPrivately is AskPrivately of the script s, built around m.
+func askPrivately(ctx context.Context, t Transport, what string, m Mark, s string) (Reply, error) {
 	var out bytes.Buffer
 	start := time.Now()
-	err := runPrivately(ctx, t, s, &out)
-	if errors.Is(err, errNotRun) {
-		// A script too long for a shell goes on a session's input.
-		out.Reset()
-		err = transportRun(ctx, t, s, &out)
-	}
+	err := runScriptPrivately(ctx, t, s, &out)
 	logCommand(ctx, t.Host(), "("+what+")", start, err)
 	// What it answered before it failed tells where it did.
 	reply, perr := ParseReply(m, out.Bytes())

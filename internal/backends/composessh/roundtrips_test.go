@@ -2,8 +2,10 @@ package composessh_test
 
 import (
 	"context"
+	"errors"
 	"io"
 	"os"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -136,7 +138,7 @@ func TestCreateAndDestroyUnderARelativeRoot(t *testing.T) {
 }
 
 // A stop or a start that an update asks for is two host commands: the
-// record's read, then one that writes the record with the change and
+// records' read, then one that writes the record with the change and
 // stops (or starts, and waits on the host) the stack.
 func TestStopAndStartAreTwoCommandsEach(t *testing.T) {
 	testharness.RequireDocker(t)
@@ -170,5 +172,62 @@ func TestStopAndStartAreTwoCommandsEach(t *testing.T) {
 		if got.Desired() != step.desired || got.Labels["when"] != step.label || st.State != step.state {
 			t.Errorf("on the host after setting %s: desired %s, labels %v, state %s", step.desired, got.Desired(), got.Labels, st.State)
 		}
+	}
+}
+
+// The stops (starts) an apply asks of a host at once are two host commands
+// in all, however many: one read of the host's records, shared, then the
+// stops side by side in one shell, rather than each waiting for a shell of
+// its own.
+func TestStopsAskedTogetherAreOneCommand(t *testing.T) {
+	testharness.RequireDocker(t)
+	tr, h := countedHost(t)
+	reg := backends.NewRegistry(composessh.New(os.Getenv("SANDBOXER_COMPOSE_CMD")))
+	repo := testharness.ComposeRepo(t, testharness.Image(t), "web")
+	const n = 3
+	ids := make([]string, n)
+	for i := range ids {
+		sb, err := reg.Create(ctx(t), backends.Request{ID: backends.NewID(), Profile: profile(t), Host: h, Inputs: map[string]string{"repo": repo}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[i] = sb.ID
+		t.Cleanup(func() { _ = reg.Destroy(context.Background(), h, sb.ID) })
+	}
+	for _, step := range []struct{ desired, state string }{
+		{backends.DesiredStopped, backends.StatusStopped}, {backends.DesiredRunning, backends.StatusReady},
+	} {
+		before := tr.n.Load()
+		states := make([]string, n)
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		for i, id := range ids {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				var st backends.Status
+				_, st, errs[i] = reg.UpdateAndSetState(ctx(t), h, id, func(*backends.Sandbox) {}, step.desired)
+				states[i] = st.State
+			}()
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			t.Fatal(err)
+		}
+		if got := tr.n.Load() - before; got != 2 {
+			t.Errorf("setting %s on %d sandboxes at once took %d host commands, want 2 (the records' read, then the %d together)", step.desired, n, got, n)
+		}
+		for i, id := range ids {
+			got, st, err := reg.Get(ctx(t), h, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if states[i] != step.state || st.State != step.state || got.Desired() != step.desired {
+				t.Errorf("sandbox %s after setting %s: answered %s, on the host %s, recorded %s", id, step.desired, states[i], st.State, got.Desired())
+			}
+		}
+	}
+	if out, err := hosts.Output(ctx(t), h, "ls -A -- "+hosts.Quote(h.Path(".sandboxer", "run"))); err != nil || len(out) > 0 {
+		t.Errorf("the stops' scratch directory keeps %q (%v)", out, err)
 	}
 }

@@ -10,6 +10,14 @@ import (
 
 var _ backends.Stopper = (*Extension)(nil)
 
+// The stops (starts) an apply asks of a host at once run in one command
+// (hosts.AskTogether): one shell for all of them rather than one each,
+// which the connection starts a few at a time and caps.
+
+// scratchDir is where the stops and starts asked together leave their
+// answers while they run (below the root directory).
+var scratchDir = []string{".sandboxer", "run"}
+
 // StopServices is what is pending, `compose stop` of the sandbox's own
 // project, and the status after it, in one command.
 func (e *Extension) StopServices(ctx context.Context, h *hosts.Host, sb *backends.Sandbox, pending *backends.Pending) (backends.Status, error) {
@@ -18,7 +26,7 @@ func (e *Extension) StopServices(ctx context.Context, h *hosts.Host, sb *backend
 		return backends.Status{}, err
 	}
 	outcome := func(_ hosts.Reply, err error) error { return err } // until the command is built
-	reply, err := hosts.AskPrivately(ctx, h, "stopping sandbox "+sb.ID, func(m hosts.Mark) string {
+	reply, err := hosts.AskTogether(ctx, h, "compose stop", h.Path(scratchDir...), "stopping sandbox "+sb.ID, func(m hosts.Mark) string {
 		var work string
 		work, outcome = pending.Take(m)
 		return work + inWorkspace(sb, compose, stopArgs...) + " || exit $?\n" + m.Section(statusAfterUp, "") + "\n" + statusScript(sb, compose) + "\n"
@@ -44,7 +52,7 @@ func (e *Extension) StartServices(ctx context.Context, h *hosts.Host, sb *backen
 		return err
 	}
 	outcome := func(_ hosts.Reply, err error) error { return err } // until the command is built
-	reply, err := hosts.AskPrivately(ctx, h, "starting sandbox "+sb.ID, func(m hosts.Mark) string {
+	reply, err := hosts.AskTogether(ctx, h, "compose start", h.Path(scratchDir...), "starting sandbox "+sb.ID, func(m hosts.Mark) string {
 		var work string
 		work, outcome = pending.Take(m)
 		return work + inWorkspace(sb, compose, "start") + " || exit $?\n" + settleScript(ctx, sb, compose) +
