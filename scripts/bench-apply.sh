@@ -81,7 +81,7 @@
 #                                                                goal <= 1.5x
 #        and, without a goal, the least rows 23 and 24 can be: an apply
 #        changing only the records (ttl) plus the shell's stops (starts),
-#        vs those stops (starts)
+#        vs those stops (starts); and `ssh host true` as the SSH user
 #  25. `terraform apply -invoke` of sandboxer_exec running `true` in a
 #        sandbox's service, minus the invoke of an action doing next to
 #        nothing (sandboxer_extend: one record read and write), vs `ssh
@@ -750,7 +750,7 @@ floor_shell() { # $1 = stop or start: each floor stack, in parallel
 	done
 	wait
 }
-fresh d2_stop d2_start d2_fstop d2_fstart d2_touch
+fresh d2_stop d2_start d2_fstop d2_fstart d2_touch d2_login
 for run in $(seq 1 "$RUNS"); do
 	timed tf "$d2" apply -auto-approve "${common[@]}" -var "n=$N" -var ttl=1h -var desired_state=stopped >>"$state/d2_stop"
 	timed floor_shell stop >>"$state/d2_fstop"
@@ -762,9 +762,13 @@ for run in $(seq 1 "$RUNS"); do
 	# the ten and one host command each.
 	timed tf "$d2" apply -auto-approve "${common[@]}" -var "n=$N" -var ttl=2h >>"$state/d2_touch"
 	timed tf "$d2" apply -auto-approve "${common[@]}" -var "n=$N" -var ttl=1h >>"$state/d2_touch"
-	log "run $run: stop $(last d2_stop) s (shell $(last d2_fstop) s), start $(last d2_start) s (shell $(last d2_fstart) s), a record change $(last d2_touch) s"
+	# What the SSH user's login shell costs each session: an apply pays it
+	# once per walk (each walk is a provider process with its connection).
+	timed ssh -p "$PORT" -i "$SANDBOXER_TEST_SSH_KEY" -o BatchMode=yes -o UserKnownHostsFile="$state/known_hosts" \
+		"$BENCH_USER@127.0.0.1" true >>"$state/d2_login"
+	log "run $run: stop $(last d2_stop) s (shell $(last d2_fstop) s), start $(last d2_start) s (shell $(last d2_fstart) s), a record change $(last d2_touch) s, ssh true $(last d2_login) s"
 done
-medians d2_stop d2_start d2_fstop d2_fstart d2_touch
+medians d2_stop d2_start d2_fstop d2_fstart d2_touch d2_login
 d2_exec=""
 tfv="$("$TERRAFORM" version | sed -n 1p)"
 if [[ "$tfv" =~ ^Terraform\ v1\.([0-9]+)\. ]] && [ "${BASH_REMATCH[1]}" -ge 14 ]; then
@@ -869,6 +873,7 @@ if want daytwo; then
 		"$(awk -v a="${med[d2_touch]}" -v b="${med[d2_fstop]}" 'BEGIN {printf "%.3f", a + b}')" "${med[d2_fstop]}"
 	info "the least row 24 can be: the same plus the shell's start, vs the shell's start" \
 		"$(awk -v a="${med[d2_touch]}" -v b="${med[d2_fstart]}" 'BEGIN {printf "%.3f", a + b}')" "${med[d2_fstart]}"
+	info "ssh host true as $BENCH_USER (its login shell; an apply starts two SSH connections) vs the shell's stop" "${med[d2_login]}" "${med[d2_fstop]}"
 	if [ -n "$d2_exec" ]; then
 		row "sandboxer_exec of true: apply -invoke (${med[d2_invoke]} s) minus a no-op invoke (${med[d2_noop]} s) vs ssh host $COMPOSE exec -T app true" "${med[d2_exec]}" "${med[d2_hand]}" 1.2
 	fi

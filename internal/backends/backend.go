@@ -38,6 +38,10 @@ type Sandbox struct {
 	// (composessh/networks.go). A flag, not a path: where the file is
 	// follows from the workspace and id, never from what a record says.
 	NetworkOverride bool `json:"network_override,omitempty"`
+	// ComposeCommand is the compose command its create ran (composessh):
+	// its stops, starts and teardown run the same without detecting it
+	// again; one the host no longer has is detected again.
+	ComposeCommand []string `json:"compose_command,omitempty"`
 	// Rendered: compose runs the sandbox's rendered compose file
 	// (composefile.Isolate), written beside the compose file; a flag for
 	// the same reason as NetworkOverride.

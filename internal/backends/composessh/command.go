@@ -2,6 +2,7 @@ package composessh
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -56,6 +57,41 @@ else ` + m.Result(noComposeCommand) + "; fi"
 		}
 		return strings.Fields(string(reply.Head)), nil
 	})
+}
+
+// composeFor is the compose command for sb's stops, starts and teardown:
+// the configured one, else the one this process detected on h, else the
+// one sb's record says its create ran, else detected now. An apply walk
+// is a provider process of its own: a stop or a destroy there would
+// otherwise wait for a detection first. recorded says it is the record's,
+// which the host may no longer have (withCompose).
+func (e *Extension) composeFor(ctx context.Context, h *hosts.Host, sb *backends.Sandbox) (compose []string, recorded bool, err error) {
+	if e.ComposeCommand == "" && len(sb.ComposeCommand) > 0 {
+		if detected, ok, _ := e.detections.Peek(ctx, h.Host()); !ok || len(detected) == 0 {
+			return sb.ComposeCommand, true, nil
+		}
+	}
+	compose, err = e.compose(ctx, h)
+	return compose, false, err
+}
+
+// withCompose runs do with sb's compose command (composeFor), and again
+// with the detected one when the record's is not found on the host
+// (status 127: compose was moved or replaced since the create).
+func (e *Extension) withCompose(ctx context.Context, h *hosts.Host, sb *backends.Sandbox, do func(compose []string) error) error {
+	compose, recorded, err := e.composeFor(ctx, h, sb)
+	if err != nil {
+		return err
+	}
+	err = do(compose)
+	var ce *hosts.CommandError
+	if !recorded || !errors.As(err, &ce) || ce.ExitCode != 127 {
+		return err
+	}
+	if compose, err = e.compose(ctx, h); err != nil {
+		return err
+	}
+	return do(compose)
 }
 
 // engine is the container CLI matching the compose command.

@@ -179,7 +179,8 @@ func (e *Extension) Prepare(ctx context.Context, req backends.Request) (*backend
 		PublishedPorts: portsMode(req.PublishedPorts), WaitForPorts: req.WaitForPorts,
 		// Known before anything is made, so that a create cut off after
 		// `compose up` leaves a record whose teardown reads the same file.
-		Rendered: st.loaded != nil || fromSnapshot,
+		Rendered:       st.loaded != nil || fromSnapshot,
+		ComposeCommand: compose,
 	}
 	if fromSnapshot || len(st.networks) > 0 {
 		e.prefetch(ctx, req.Host, engine(compose))
@@ -269,7 +270,7 @@ func (e *Extension) up(ctx context.Context, req backends.Request, sb *backends.S
 				script += writeRenderedScript(sb, rendered)
 			}
 			return script + inWorkspace(sb, compose, "up", "-d", "--remove-orphans") + " || exit $?\n" +
-				settleScript(ctx, sb, compose) + m.Section(statusAfterUp, "") + "\n{ " + statusScript(sb, compose) + "; } || true\n"
+				settleThenStatus(ctx, m, sb, compose)
 		})
 		if err = outcome(reply, err); errors.Is(err, backends.ErrWorkspaceExists) {
 			return err
@@ -440,7 +441,10 @@ var _ backends.Finisher = (*Extension)(nil)
 // then runs then.
 func (e *Extension) TeardownThen(ctx context.Context, h *hosts.Host, sb *backends.Sandbox, then string) error {
 	e.firstStatus.Delete(sb.ID) // a create that failed before WaitReady
-	compose, err := e.compose(ctx, h)
+	// The record's compose command, when it has one: should the host no
+	// longer have it, `compose down` fails, which the engine's listings
+	// below make up for.
+	compose, _, err := e.composeFor(ctx, h, sb)
 	if err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package composessh
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/backends"
@@ -10,7 +11,7 @@ import (
 )
 
 // Readiness: the command that brings a stack up waits on the host while
-// its containers start (settleScript), so that the status it answers is
+// its containers start (settleThenStatus), so that the status it answers is
 // most often the ready one, and WaitReady, which decides, costs no
 // further round trip across the network.
 
@@ -21,26 +22,35 @@ const maxSettle = 10 * time.Minute
 // leaves to WaitReady: its report of what is not ready needs a command.
 const settleMargin = 5 * time.Second
 
-// settleScript waits on the host, until the deadline of ctx less
+// settleThenStatus waits on the host, until the deadline of ctx less
 // settleMargin (at most maxSettle), while a container of sb's project is
 // created but not started, restarting, or running a healthcheck that has
-// not yet passed or failed. It decides nothing: WaitReady does, on the
-// status read after it.
-func settleScript(ctx context.Context, sb *backends.Sandbox, compose []string) string {
+// not yet passed or failed; then prints the status section (statusAfterUp)
+// from its last listing, which is the status's own (statusScript's), so
+// the status costs no engine CLI start of its own. It decides nothing:
+// WaitReady does, on that status. The patterns match whole fields of a
+// line (a service name holds no "|").
+func settleThenStatus(ctx context.Context, m hosts.Mark, sb *backends.Sandbox, compose []string) string {
+	status := m.Section(statusAfterUp, "") + "\n{ " + statusScript(sb, compose) + "; } || true\n"
 	wait := maxSettle
 	if d, ok := ctx.Deadline(); ok {
 		wait = min(wait, time.Until(d)-settleMargin)
 	}
 	if wait < time.Second {
-		return ""
+		return status
 	}
-	return fmt.Sprintf(`_end=$(($(date +%%s) + %d))
-while [ "$(date +%%s)" -lt "$_end" ]; do
-	_st=$(%s ps -a --filter %s --format '{{.State}} {{.Status}}') || break
-	case "$_st" in *created*|*restarting*|*"(health: starting)"*) ;; *) break ;; esac
+	return fmt.Sprintf(`_sbx_end=$(($(date +%%s) + %d)); _sbx_seen=
+while _st=$(%s ps -a --filter %s --format %s) || { _sbx_seen=; false; }; do
+	_sbx_seen=1
+	case "$_st" in *"|created|"*|*"|restarting|"*|*"(health: starting)"*) ;; *) break ;; esac
+	[ "$(date +%%s)" -lt "$_sbx_end" ] || break
 	sleep 0.1 2>/dev/null || sleep 1
 done
-`, int(wait/time.Second), engine(compose), hosts.Quote("label="+projectLabel+"="+sb.ComposeProject))
+if [ -n "$_sbx_seen" ]; then %s
+if test -d %s; then echo workspace; fi; printf '%%s\n' "$_st"
+else %s; fi
+`, int(wait/time.Second), engine(compose), hosts.Quote("label="+projectLabel+"="+sb.ComposeProject), hosts.Quote(containerFormat),
+		m.Section(statusAfterUp, ""), hosts.Quote(sb.WorkspaceDir), strings.TrimSuffix(status, "\n"))
 }
 
 // statusAfterUp is the section holding the status read after `compose up`
@@ -52,7 +62,7 @@ const statusAfterUp = "status"
 // at growing intervals, from 50 ms up to PollInterval, so a quick stack is
 // seen ready quickly and a slow one costs few commands.
 func (e *Extension) WaitReady(ctx context.Context, h *hosts.Host, sb *backends.Sandbox) (backends.Status, error) {
-	compose, err := e.compose(ctx, h)
+	compose, _, err := e.composeFor(ctx, h, sb)
 	if err != nil {
 		return backends.Status{}, err
 	}

@@ -2,6 +2,7 @@ package composessh_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"os"
@@ -229,5 +230,54 @@ func TestStopsAskedTogetherAreOneCommand(t *testing.T) {
 	}
 	if out, err := hosts.Output(ctx(t), h, "ls -A -- "+hosts.Quote(h.Path(".sandboxer", "run"))); err != nil || len(out) > 0 {
 		t.Errorf("the stops' scratch directory keeps %q (%v)", out, err)
+	}
+}
+
+// A provider process of its own (an apply walk) stops a sandbox with the
+// compose command its record names, detecting none first; one the host no
+// longer has is detected again, and the stop still happens.
+func TestStopUsesTheRecordedComposeCommand(t *testing.T) {
+	testharness.RequireDocker(t)
+	tr, h := countedHost(t)
+	created := backends.NewRegistry(composessh.New(""))
+	repo := testharness.ComposeRepo(t, testharness.Image(t), "web")
+	sb, err := created.Create(ctx(t), backends.Request{ID: backends.NewID(), Profile: profile(t), Host: h, Inputs: map[string]string{"repo": repo}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = created.Destroy(context.Background(), h, sb.ID) })
+	if len(sb.ComposeCommand) == 0 {
+		t.Fatal("the create recorded no compose command")
+	}
+
+	fresh := backends.NewRegistry(composessh.New(""))
+	before := tr.n.Load()
+	if _, st, err := fresh.UpdateAndSetState(ctx(t), h, sb.ID, func(*backends.Sandbox) {}, backends.DesiredStopped); err != nil || st.State != backends.StatusStopped {
+		t.Fatalf("stop: %v, %s", err, st.State)
+	}
+	if got := tr.n.Load() - before; got != 2 {
+		t.Errorf("a stop in a new process took %d host commands, want 2 (the records' read, the stop): no detection", got)
+	}
+
+	// The host's compose moved: the record names one it no longer has.
+	record := h.Path(".sandboxer", "sandboxes", sb.ID+".json")
+	data, err := hosts.Output(ctx(t), h, "cat -- "+hosts.Quote(record))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec map[string]any
+	if err := json.Unmarshal(data, &rec); err != nil {
+		t.Fatal(err)
+	}
+	rec["compose_command"] = []string{"/nonexistent/docker-compose"}
+	if data, err = json.Marshal(rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := hosts.WriteFile(ctx(t), h, record, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	again := backends.NewRegistry(composessh.New(""))
+	if _, st, err := again.UpdateAndSetState(ctx(t), h, sb.ID, func(*backends.Sandbox) {}, backends.DesiredRunning); err != nil || st.State != backends.StatusReady {
+		t.Fatalf("start with a compose command the host does not have: %v, %s", err, st.State)
 	}
 }

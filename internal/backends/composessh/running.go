@@ -21,17 +21,18 @@ var scratchDir = []string{".sandboxer", "run"}
 // StopServices is what is pending, `compose stop` of the sandbox's own
 // project, and the status after it, in one command.
 func (e *Extension) StopServices(ctx context.Context, h *hosts.Host, sb *backends.Sandbox, pending *backends.Pending) (backends.Status, error) {
-	compose, err := e.compose(ctx, h)
-	if err != nil {
-		return backends.Status{}, err
-	}
-	outcome := func(_ hosts.Reply, err error) error { return err } // until the command is built
-	reply, err := hosts.AskTogether(ctx, h, "compose stop", h.Path(scratchDir...), "stopping sandbox "+sb.ID, func(m hosts.Mark) string {
-		var work string
-		work, outcome = pending.Take(m)
-		return work + inWorkspace(sb, compose, stopArgs...) + " || exit $?\n" + m.Section(statusAfterUp, "") + "\n" + statusScript(sb, compose) + "\n"
+	var reply hosts.Reply
+	err := e.withCompose(ctx, h, sb, func(compose []string) error {
+		outcome := func(_ hosts.Reply, err error) error { return err } // until the command is built
+		var err error
+		reply, err = hosts.AskTogether(ctx, h, "compose stop", h.Path(scratchDir...), "stopping sandbox "+sb.ID, func(m hosts.Mark) string {
+			var work string
+			work, outcome = pending.Take(m)
+			return work + inWorkspace(sb, compose, stopArgs...) + " || exit $?\n" + m.Section(statusAfterUp, "") + "\n" + statusScript(sb, compose) + "\n"
+		})
+		return outcome(reply, err)
 	})
-	if err = outcome(reply, err); err != nil {
+	if err != nil {
 		return backends.Status{}, fmt.Errorf("unable to stop sandbox %s: %w", sb.ID, err)
 	}
 	for _, s := range reply.Sections {
@@ -47,18 +48,18 @@ func (e *Extension) StopServices(ctx context.Context, h *hosts.Host, sb *backend
 // restore's Start brings the stack `up` instead, to take a restored
 // compose file); the same command takes WaitReady's first look.
 func (e *Extension) StartServices(ctx context.Context, h *hosts.Host, sb *backends.Sandbox, pending *backends.Pending) error {
-	compose, err := e.compose(ctx, h)
-	if err != nil {
-		return err
-	}
-	outcome := func(_ hosts.Reply, err error) error { return err } // until the command is built
-	reply, err := hosts.AskTogether(ctx, h, "compose start", h.Path(scratchDir...), "starting sandbox "+sb.ID, func(m hosts.Mark) string {
-		var work string
-		work, outcome = pending.Take(m)
-		return work + inWorkspace(sb, compose, "start") + " || exit $?\n" + settleScript(ctx, sb, compose) +
-			m.Section(statusAfterUp, "") + "\n{ " + statusScript(sb, compose) + "; } || true\n"
+	var reply hosts.Reply
+	err := e.withCompose(ctx, h, sb, func(compose []string) error {
+		outcome := func(_ hosts.Reply, err error) error { return err } // until the command is built
+		var err error
+		reply, err = hosts.AskTogether(ctx, h, "compose start", h.Path(scratchDir...), "starting sandbox "+sb.ID, func(m hosts.Mark) string {
+			var work string
+			work, outcome = pending.Take(m)
+			return work + inWorkspace(sb, compose, "start") + " || exit $?\n" + settleThenStatus(ctx, m, sb, compose)
+		})
+		return outcome(reply, err)
 	})
-	if err = outcome(reply, err); err != nil {
+	if err != nil {
 		return fmt.Errorf("unable to start sandbox %s: %w", sb.ID, err)
 	}
 	for _, s := range reply.Sections {
