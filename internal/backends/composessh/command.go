@@ -60,16 +60,14 @@ else ` + m.Result(noComposeCommand) + "; fi"
 }
 
 // composeFor is the compose command for sb's stops, starts and teardown:
-// the configured one, else the one this process detected on h, else the
-// one sb's record says its create ran, else detected now. An apply walk
-// is a provider process of its own: a stop or a destroy there would
-// otherwise wait for a detection first. recorded says it is the record's,
-// which the host may no longer have (withCompose).
+// the configured one, else the one sb's record says its create ran (a
+// sandbox created with compose v1 is stopped with v1), else detected. An
+// apply walk is a provider process of its own: a stop or a destroy there
+// would otherwise wait for a detection first. recorded says it is the
+// record's, which the host may no longer have (withCompose).
 func (e *Extension) composeFor(ctx context.Context, h *hosts.Host, sb *backends.Sandbox) (compose []string, recorded bool, err error) {
 	if e.ComposeCommand == "" && len(sb.ComposeCommand) > 0 {
-		if detected, ok, _ := e.detections.Peek(ctx, h.Host()); !ok || len(detected) == 0 {
-			return sb.ComposeCommand, true, nil
-		}
+		return sb.ComposeCommand, true, nil
 	}
 	compose, err = e.compose(ctx, h)
 	return compose, false, err

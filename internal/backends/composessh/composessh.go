@@ -608,12 +608,13 @@ func (e *Extension) Start(ctx context.Context, h *hosts.Host, sb *backends.Sandb
 	return e.composeRun(ctx, h, sb, "unable to start", "up", "-d", "--remove-orphans")
 }
 
+// composeRun runs `compose ARGS` of sb (pause, unpause, and the stop and
+// up around an in-place restore) with its recorded command (withCompose).
 func (e *Extension) composeRun(ctx context.Context, h *hosts.Host, sb *backends.Sandbox, what string, args ...string) error {
-	compose, err := e.compose(ctx, h)
+	err := e.withCompose(ctx, h, sb, func(compose []string) error {
+		return h.Run(ctx, inWorkspace(sb, compose, args...), nil, nil)
+	})
 	if err != nil {
-		return err
-	}
-	if err := h.Run(ctx, inWorkspace(sb, compose, args...), nil, nil); err != nil {
 		return fmt.Errorf("%s sandbox %s: %w", what, sb.ID, err)
 	}
 	return nil
