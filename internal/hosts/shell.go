@@ -223,16 +223,28 @@ const maxShellStarts = 2
 // fewer than maxShellStarts are being started, waiting for whichever comes
 // first; started says it started the one it returns.
 func (s *SSH) shellFor(ctx context.Context) (sh *shell, started bool, err error) {
+	failed := s.dialFailures()
 	for {
 		if sh := s.takeLiveIdle(ctx); sh != nil {
 			return sh, false, nil
 		}
+		// While the host is being warmed (Warm), its shell is the one to
+		// wait for: starting another would run a second login shell beside
+		// it and finish no sooner.
+		starting, warmed := s.starting, s.warmingNow()
+		if warmed != nil {
+			starting = nil
+		}
 		select {
-		case s.starting <- struct{}{}:
+		case starting <- struct{}{}:
 			if sh, err := s.startWhenFree(ctx); sh != nil || err != nil {
 				return sh, sh != nil, err
 			}
 		case <-s.idleReady:
+		case <-warmed:
+			if err := s.failedSince(failed); err != nil {
+				return nil, false, err // the warm-up's dial: this command's too
+			}
 		case <-ctx.Done():
 			return nil, false, ctx.Err()
 		}

@@ -95,8 +95,12 @@ type SSH struct {
 	// dialing is a lock (capacity 1) held through a dial (connected);
 	// closes counts Close calls (under mu), so a dial that a Close
 	// overtook does not pool its connection.
-	dialing     chan struct{}
-	closes      int
+	dialing chan struct{}
+	closes  int
+	// dialsFailed counts the dials that failed (under mu), dialErr the
+	// last one's error: whoever waited for that dial gets it (connected).
+	dialsFailed int
+	dialErr     error
 	sftpWrites  atomic.Int64 // files written through sftp, for tests
 	shellWrites atomic.Int64 // small files written through an idle shell (WriteSmallFile), for tests
 
@@ -107,6 +111,9 @@ type SSH struct {
 	idleReady chan struct{}
 	// starting holds a token per shell being started (maxShellStarts).
 	starting chan struct{}
+	// warming is closed when the warm-up under way (Warm) ends; nil when
+	// none is; under mu.
+	warming chan struct{}
 	// noShells is set when a host could not start a shell: its commands
 	// get sessions of their own from then on.
 	noShells atomic.Bool
@@ -236,6 +243,7 @@ func (s *SSH) lost(client *ssh.Client, err error) error {
 // writes need meanwhile; a caller waiting for another's dial gives up when
 // its context ends.
 func (s *SSH) connected(ctx context.Context, stale *ssh.Client) (*ssh.Client, error) {
+	failed := s.dialFailures()
 	if c := s.pooled(stale); c != nil {
 		return c, nil
 	}
@@ -251,6 +259,10 @@ func (s *SSH) connected(ctx context.Context, stale *ssh.Client) (*ssh.Client, er
 		s.mu.Unlock()
 		return c, nil
 	}
+	if err := s.failedSinceLocked(failed); err != nil {
+		s.mu.Unlock()
+		return nil, err
+	}
 	if stale != nil {
 		tflog.Debug(ctx, "redialling: the pooled SSH connection is gone", map[string]any{"host": s.cfg.Name, "address": s.cfg.Address})
 	}
@@ -259,6 +271,11 @@ func (s *SSH) connected(ctx context.Context, stale *ssh.Client) (*ssh.Client, er
 	s.mu.Unlock()
 	client, closers, active, err := dial(ctx, s.cfg)
 	if err != nil {
+		if ctx.Err() == nil { // the host's answer, not this caller giving up
+			s.mu.Lock()
+			s.dialsFailed, s.dialErr = s.dialsFailed+1, err
+			s.mu.Unlock()
+		}
 		return nil, err
 	}
 	s.mu.Lock()
@@ -277,6 +294,30 @@ func (s *SSH) connected(ctx context.Context, stale *ssh.Client) (*ssh.Client, er
 	s.mu.Unlock()
 	go s.keepAlive(context.WithoutCancel(ctx), client, ended, active)
 	return client, nil
+}
+
+// dialFailures is how many dials have failed so far.
+func (s *SSH) dialFailures() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.dialsFailed
+}
+
+// failedSince is the last dial's error when a dial failed after
+// dialFailures said n: the dial a caller waited for failed (a warm-up's,
+// or another command's), which is its answer too rather than a dial of its
+// own after it, which would double the wait for a host that is down.
+func (s *SSH) failedSince(n int) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.failedSinceLocked(n)
+}
+
+func (s *SSH) failedSinceLocked(n int) error {
+	if s.dialsFailed != n {
+		return s.dialErr
+	}
+	return nil
 }
 
 // pooled is the pooled client unless it is stale or there is none.

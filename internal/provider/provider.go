@@ -226,6 +226,31 @@ func (d *providerData) host(name string) (*hosts.Host, error) {
 	return nil, fmt.Errorf("host %q is not declared in the provider block; declared hosts: %s", name, strings.Join(names, ", "))
 }
 
+// likelyHost is the SSH host this walk most likely reaches: the default
+// host, else the only one declared; nil when that is not an SSH host or
+// there is no such host. Configure warms it (hosts.Warm); any other host
+// connects on its first command, so a configuration naming many hosts
+// does not log in to each of them in every walk.
+func (d *providerData) likelyHost() *hosts.Host {
+	name := d.defaultHost
+	if name == "" {
+		for n, h := range d.hosts {
+			if h.Local {
+				continue
+			}
+			if name != "" {
+				return nil // several: none is likelier
+			}
+			name = n
+		}
+	}
+	h, ok := d.hosts[name]
+	if !ok || h.Local {
+		return nil
+	}
+	return h
+}
+
 // hostOrDefault is the named host, else the provider's default host, else
 // local: the host of what is on one host that the configuration may leave
 // unnamed (a reap, an inventory).
@@ -451,6 +476,9 @@ func (p *SandboxerProvider) Configure(ctx context.Context, req provider.Configur
 		}
 	}
 	p.replaceConfiguration(data)
+	if h := data.likelyHost(); h != nil {
+		hosts.Warm(ctx, h)
+	}
 	resp.ResourceData = data
 	resp.DataSourceData = data
 	resp.ActionData = data

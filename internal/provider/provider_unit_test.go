@@ -14,6 +14,7 @@ import (
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/backends/swarm"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/backends/vmattach"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/catalog"
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/hosts"
 )
 
 // The extension declarations (ext.*.yaml) say what each extension can do;
@@ -70,4 +71,36 @@ resource "sandboxer_sandbox" "s" {
 		},
 	})
 	rootStaysEmpty(t, root)
+}
+
+// Configure warms the host a walk most likely reaches: the default host,
+// else the only one declared; never local, never one of several.
+func TestUnitProvider_likelyHost(t *testing.T) {
+	ssh := func(name string) *hosts.Host {
+		tr, err := hosts.NewSSH(hosts.SSHConfig{Name: name, Address: "127.0.0.1:22", User: "u", UseAgent: true, InsecureIgnoreHostKey: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &hosts.Host{Transport: tr}
+	}
+	local := localHost(catalog.LocalHost, t.TempDir())
+	a, b := ssh("a"), ssh("b")
+	for _, c := range []struct {
+		name        string
+		hosts       map[string]*hosts.Host
+		defaultHost string
+		want        *hosts.Host
+	}{
+		{"only local", map[string]*hosts.Host{"local": local}, "", nil},
+		{"one SSH host", map[string]*hosts.Host{"local": local, "a": a}, "", a},
+		{"two, no default", map[string]*hosts.Host{"local": local, "a": a, "b": b}, "", nil},
+		{"two, default b", map[string]*hosts.Host{"local": local, "a": a, "b": b}, "b", b},
+		{"default local", map[string]*hosts.Host{"local": local, "a": a}, "local", nil},
+		{"default a cluster", map[string]*hosts.Host{"local": local, "a": a}, "k8s", nil},
+	} {
+		d := &providerData{hosts: c.hosts, defaultHost: c.defaultHost}
+		if got := d.likelyHost(); got != c.want {
+			t.Errorf("%s: likely host %v, want %v", c.name, got, c.want)
+		}
+	}
 }
