@@ -3,14 +3,17 @@ package composessh_test
 import (
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/backends"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/backends/composessh"
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/hosts"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/testharness"
 )
 
@@ -103,6 +106,60 @@ func TestFailedHealthcheckShowsItsOutput(t *testing.T) {
 		t.Fatal("a create whose healthcheck fails succeeded")
 	}
 	for _, want := range []string{"service api (unhealthy):", "health unhealthy", "healthcheck (exit 1): database not reachable at db:5432", "api starting"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the error does not say %q:\n%v", want, err)
+		}
+	}
+	if left := leftovers(t, composessh.ProjectName(id)); left != "" {
+		t.Fatalf("the failed create left: %s", left)
+	}
+}
+
+// lookStalls is a host whose listings of a sandbox's containers, after the
+// first `free` of them, answer only when their caller gives up: a deadline
+// that ends the wait for readiness mid-look.
+type lookStalls struct {
+	hosts.Transport
+	free  int
+	looks atomic.Int64
+}
+
+func (l *lookStalls) Run(ctx context.Context, script string, stdin io.Reader, stdout io.Writer) error {
+	if strings.HasPrefix(script, "if test -d ") && strings.Contains(script, " ps -a --filter ") && l.looks.Add(1) > int64(l.free) {
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	return l.Transport.Run(ctx, script, stdin, stdout)
+}
+
+// A deadline that ends the wait for readiness while it looks at the
+// services still reports the services not ready, as of the look before.
+func TestDeadlineMidLookStillReportsTheServices(t *testing.T) {
+	testharness.RequireDocker(t)
+	real := testharness.SSHHost(t)
+	stalls := &lookStalls{Transport: real.Transport, free: 1}
+	h := &hosts.Host{Transport: stalls, RootDir: real.RootDir, EndpointHost: real.EndpointHost}
+	reg := backends.NewRegistry(composessh.New(os.Getenv("SANDBOXER_COMPOSE_CMD")))
+	repo := repoOf(t, `services:
+  api:
+    image: `+testharness.Image(t)+`
+    command: ["sh", "-c", "echo api starting; trap 'exit 0' TERM; while true; do sleep 1; done"]
+    healthcheck:
+      test: ["CMD", "sh", "-c", "echo database not reachable at db:5432; exit 1"]
+      interval: 1s
+      retries: 1
+`)
+	c, cancel := context.WithTimeout(context.Background(), 8*time.Second)
+	defer cancel()
+	id := backends.NewID()
+	_, err := reg.Create(c, backends.Request{ID: id, Profile: profile(t), Host: h, Inputs: map[string]string{"repo": repo}})
+	if err == nil {
+		t.Fatal("a create whose healthcheck fails succeeded")
+	}
+	if stalls.looks.Load() <= int64(stalls.free) {
+		t.Fatalf("the wait looked %d times: no look was cut short", stalls.looks.Load())
+	}
+	for _, want := range []string{"was not ready in time", "service api (", "api starting"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("the error does not say %q:\n%v", want, err)
 		}

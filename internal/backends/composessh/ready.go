@@ -70,17 +70,22 @@ func (e *Extension) WaitReady(ctx context.Context, h *hosts.Host, sb *backends.S
 	// silent is the port found silent while every service ran, if they
 	// did at the last look.
 	var silent *silentPort
+	// last is the status of the last look (seen: there was one): what a
+	// deadline that ends a look reports, whose own error says only that.
+	var last backends.Status
+	seen := false
 	for {
 		var st backends.Status
 		if v, ok := e.firstStatus.LoadAndDelete(sb.ID); ok {
 			out, _ := v.(string) // only strings are stored
 			st = parseStatus(out, sb)
 		} else if st, err = e.status(ctx, h, sb, compose); err != nil {
-			if silent != nil && ctx.Err() != nil {
-				return backends.Status{}, e.neverAccepted(ctx, h, sb, compose, silent)
+			if ctx.Err() != nil && seen {
+				return backends.Status{}, e.notReadyInTime(ctx, h, sb, compose, silent, last)
 			}
 			return backends.Status{}, err
 		}
+		last, seen = st, true
 		if st.State != backends.StatusReady {
 			silent = nil
 		} else {
@@ -108,15 +113,21 @@ func (e *Extension) WaitReady(ctx context.Context, h *hosts.Host, sb *backends.S
 		}
 		select {
 		case <-ctx.Done():
-			if silent != nil {
-				return backends.Status{}, e.neverAccepted(ctx, h, sb, compose, silent)
-			}
-			return backends.Status{}, fmt.Errorf("sandbox %s was not ready in time (services: %s): %w; the services not ready:\n%s",
-				sb.ID, backends.Describe(st.Services), ctx.Err(), backends.NotReadyReport(ctx, h, e, sb, st))
+			return backends.Status{}, e.notReadyInTime(ctx, h, sb, compose, silent, st)
 		case <-time.After(wait):
 		}
 		wait = min(2*wait, max(e.PollInterval, 50*time.Millisecond))
 	}
+}
+
+// notReadyInTime is WaitReady's error when its deadline passed: the port
+// found silent, if any, else the services not ready at the last look (st).
+func (e *Extension) notReadyInTime(ctx context.Context, h *hosts.Host, sb *backends.Sandbox, compose []string, silent *silentPort, st backends.Status) error {
+	if silent != nil {
+		return e.neverAccepted(ctx, h, sb, compose, silent)
+	}
+	return fmt.Errorf("sandbox %s was not ready in time (services: %s): %w; the services not ready:\n%s",
+		sb.ID, backends.Describe(st.Services), ctx.Err(), backends.NotReadyReport(ctx, h, e, sb, st))
 }
 
 // neverAccepted is WaitReady's error when its deadline passed with every
