@@ -266,12 +266,6 @@ func run(op string, req Request, stdin io.Reader, stdout io.Writer) (any, error)
 				return nil, err
 			}
 		}
-		// What follows a restore waits for the data it left dirty: the
-		// teardown of a volume helper, and the engine creating the
-		// services' containers (500 MB left dirty: `compose up` 0.73 s,
-		// 0.42 s once synced). Writeback started file by file overlaps
-		// that with the restore.
-		req.Restore.Writeback = true
 		volumes := len(m.Volumes) > 0 && req.Volumes != nil && req.Restore.Files
 		var vres checkpoint.RestoreResult
 		settle := func() error { return nil }

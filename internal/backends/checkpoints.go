@@ -65,6 +65,19 @@ func DefaultIncludeVolumes(p *catalog.Profile) bool {
 
 // volumesOf is what a restore into sb writes the snapshot's volumes into:
 // its compose project's volumes; nil for a sandbox without one.
+// restoreOptions are opts for a restore into sb. What follows the restore
+// of a sandbox with services waits for the data the restore left dirty:
+// the teardown of a volume helper, and the engine creating the services'
+// containers (500 MB left dirty: `compose up` 0.73 s, 0.42 s once
+// synced). So its files' writeback starts as each is written, and the
+// disk works during the restore. A workspace's restore is followed by
+// nothing that waits for the disk: its data is left to the kernel's
+// writeback, as restic's and tar's are.
+func restoreOptions(sb *Sandbox, opts checkpoint.RestoreOptions) checkpoint.RestoreOptions {
+	opts.Writeback = sb.ComposeProject != ""
+	return opts
+}
+
 func volumesOf(sb *Sandbox) *agent.Volumes {
 	if sb.ComposeProject == "" {
 		return nil
@@ -234,7 +247,7 @@ func (r *Registry) RestoreInPlace(ctx context.Context, snapHost *hosts.Host, sna
 	}
 	end := func() error { return nil }
 	if err = snap.Stop(ctx, h, sb); err == nil {
-		res, end, err = r.agent.RestoreAnswered(ctx, snapHost, snapshotID, h, sb.WorkspaceDir, volumesOf(sb), opts)
+		res, end, err = r.agent.RestoreAnswered(ctx, snapHost, snapshotID, h, sb.WorkspaceDir, volumesOf(sb), restoreOptions(sb, opts))
 	}
 	// The services start again even when the stop (perhaps half done) or
 	// the restore failed, or its context ended: the sandbox is never left
@@ -273,7 +286,7 @@ func (r *Registry) RestoreNew(ctx context.Context, snapHost *hosts.Host, snapsho
 	req.Fill = func(ctx context.Context, sb *Sandbox) error {
 		var err error
 		res, fill, err = r.agent.RestoreNew(ctx, snapHost, snapshotID, req.Host, sb.WorkspaceDir, volumesOf(sb),
-			checkpoint.RestoreOptions{Files: true, Env: true, Overwrite: true})
+			restoreOptions(sb, checkpoint.RestoreOptions{Files: true, Env: true, Overwrite: true}))
 		return err
 	}
 	// The volumes are filled while the steps that need only the
