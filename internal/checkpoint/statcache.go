@@ -7,30 +7,34 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 )
 
 // The stat cache of a sandbox is a small file, latest/<sandbox>, written
-// with each capture: the snapshot it came from, when that workspace was
-// scanned, and per file its digest, size and mtime. Reading it is a fraction
-// of decoding the manifest, which is what makes a capture after a small
-// change cheap. It is only a cache: when it is missing, damaged (its own
-// checksum does not match) or names a snapshot that no longer exists, the
-// capture reads every file.
+// with each capture: the snapshot the sandbox's next capture may trust.
+// That snapshot's manifest has, per file, its digest, size and mtime, and
+// when the workspace was scanned; a file whose size and mtime are the
+// same is not read again. It is only a cache: when it is missing or
+// damaged, or names a snapshot that is gone or does not load, the capture
+// reads every file.
 //
-//	sandboxer-statcache 2 <snapshot id> <scanned_at_ns> <sha256 of the lines below>
-//	<digest> <size> <mtime_ns> <path>
-//	...
+//	sandboxer-statcache 3 <snapshot id>
 //
-// In format 2 the lines are one zstd frame (a third of their size: they
-// are mostly hex digests, and the store keeps one cache per sandbox and
-// volume); format 1, the same lines uncompressed, is still read, so the
-// first capture after an upgrade reads no more than the others.
+// Formats 1 and 2 held the facts themselves (a line per file: digest,
+// size, mtime, path; in format 2 one zstd frame), under a header with the
+// snapshot id, the scan time and a checksum of the lines. They are still
+// read, so the first capture after an upgrade reads no more than the
+// others. Format 3 keeps the facts in one place, the manifest: the copy
+// cost a third of the manifest's size again on disk (1.7 MB for 40,000
+// files), for a read a fraction of the manifest's decoding (25 ms against
+// 110 ms there), which runs beside the scan.
 
 const (
-	statCacheMagic = "sandboxer-statcache 2"
-	statCachePlain = "sandboxer-statcache 1"
+	statCachePointer = "sandboxer-statcache 3"
+	statCacheMagic   = "sandboxer-statcache 2"
+	statCachePlain   = "sandboxer-statcache 1"
 )
 
 // statCache is what a capture may trust without reading a file.
@@ -44,26 +48,9 @@ type cachedFile struct {
 	size, mtimeNs int64
 }
 
-// encodeStatCache is the stat cache of entries, scanned at scannedAtNs, as
-// snapshot id captured them.
-func encodeStatCache(id string, scannedAtNs int64, entries []Entry) []byte {
-	body := make([]byte, 0, len(entries)*120)
-	for _, e := range entries {
-		// A path with a newline cannot be one line: such files are read every time.
-		if e.Type == TypeFile && !strings.ContainsAny(e.Path, "\n\r") {
-			body = append(body, e.Digest...)
-			body = append(body, ' ')
-			body = strconv.AppendInt(body, e.Size, 10)
-			body = append(body, ' ')
-			body = strconv.AppendInt(body, e.MtimeNs, 10)
-			body = append(body, ' ')
-			body = append(body, e.Path...)
-			body = append(body, '\n')
-		}
-	}
-	sum := sha256.Sum256(body)
-	head := fmt.Sprintf("%s %s %d %s\n", statCacheMagic, id, scannedAtNs, hex.EncodeToString(sum[:]))
-	return encodeAll(body, []byte(head))
+// encodeStatCache is the stat cache naming snapshot id.
+func encodeStatCache(id string) []byte {
+	return []byte(statCachePointer + " " + id + "\n")
 }
 
 // previous returns the stat cache of the sandbox's newest snapshot (key:
@@ -86,6 +73,9 @@ func (s *Store) readStatCache(key string) (statCache, error) {
 	}
 	head, body, ok := bytes.Cut(data, []byte("\n"))
 	f := strings.Fields(string(head))
+	if ok && len(f) == 3 && f[0]+" "+f[1] == statCachePointer && len(body) == 0 {
+		return s.cachedFromManifest(key, f[2])
+	}
 	if !ok || len(f) != 5 {
 		return statCache{}, errors.New("bad stat cache header")
 	}
@@ -124,6 +114,35 @@ func (s *Store) readStatCache(key string) (statCache, error) {
 			return statCache{}, errors.New("bad stat cache line")
 		}
 		c.files[path] = cachedFile{digest: digest, size: n, mtimeNs: t}
+	}
+	return c, nil
+}
+
+// cachedFromManifest is the stat cache under key (a sandbox, or one of its
+// volumes: volumeCacheKey) from snapshot id's manifest, which Load checks
+// whole: a digest trusted from it is the one that snapshot stored.
+func (s *Store) cachedFromManifest(key, id string) (statCache, error) {
+	m, err := s.Load(id)
+	if err != nil {
+		return statCache{}, fmt.Errorf("stat cache names snapshot %s: %w", id, err)
+	}
+	sandbox, volume, isVolume := strings.Cut(key, "@")
+	if m.SandboxID != sandbox {
+		return statCache{}, fmt.Errorf("stat cache names snapshot %s, of another sandbox", id)
+	}
+	entries, scannedAtNs := m.Entries, m.ScannedAtNs
+	if isVolume {
+		i := slices.IndexFunc(m.Volumes, func(v Volume) bool { return v.Name == volume })
+		if i < 0 {
+			return statCache{}, fmt.Errorf("stat cache names snapshot %s, which has no volume %s", id, volume)
+		}
+		entries, scannedAtNs = m.Volumes[i].Entries, m.Volumes[i].ScannedAtNs
+	}
+	c := statCache{files: make(map[string]cachedFile, len(entries)), scannedAtNs: scannedAtNs}
+	for _, e := range entries {
+		if e.Type == TypeFile && e.MtimeNs != 0 {
+			c.files[e.Path] = cachedFile{digest: e.Digest, size: e.Size, mtimeNs: e.MtimeNs}
+		}
 	}
 	return c, nil
 }

@@ -237,14 +237,14 @@ func (s *Store) save(m *Manifest, env map[string]string) error {
 	if m.SandboxID != "" && m.Source == "" {
 		go func() {
 			var files []cacheFile
-			write := func(key string, scannedAtNs int64, entries []Entry) {
-				if tmp, err := s.writeTemp(encodeStatCache(m.ID, scannedAtNs, entries), false); err == nil {
+			write := func(key string) {
+				if tmp, err := s.writeTemp(encodeStatCache(m.ID), false); err == nil {
 					files = append(files, cacheFile{key, tmp})
 				}
 			}
-			write(m.SandboxID, m.ScannedAtNs, m.Entries)
+			write(m.SandboxID)
 			for _, v := range m.Volumes {
-				write(volumeCacheKey(m.SandboxID, v.Name), v.ScannedAtNs, v.Entries)
+				write(volumeCacheKey(m.SandboxID, v.Name))
 			}
 			cache <- files
 		}()
