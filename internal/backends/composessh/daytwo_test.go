@@ -83,13 +83,11 @@ func TestOneShotCompletesAndLogs(t *testing.T) {
 	}
 }
 
-// A create whose healthcheck never passes fails showing what the
-// healthcheck itself said, the service's state and its last log lines.
-func TestFailedHealthcheckShowsItsOutput(t *testing.T) {
-	testharness.RequireDocker(t)
-	h := testharness.SSHHost(t)
-	reg := backends.NewRegistry(composessh.New(os.Getenv("SANDBOXER_COMPOSE_CMD")))
-	repo := repoOf(t, `services:
+// unhealthyRepo is a stack whose one service runs but whose healthcheck
+// never passes, saying why.
+func unhealthyRepo(t *testing.T) string {
+	t.Helper()
+	return repoOf(t, `services:
   api:
     image: `+testharness.Image(t)+`
     command: ["sh", "-c", "echo api starting; trap 'exit 0' TERM; while true; do sleep 1; done"]
@@ -98,6 +96,15 @@ func TestFailedHealthcheckShowsItsOutput(t *testing.T) {
       interval: 1s
       retries: 1
 `)
+}
+
+// A create whose healthcheck never passes fails showing what the
+// healthcheck itself said, the service's state and its last log lines.
+func TestFailedHealthcheckShowsItsOutput(t *testing.T) {
+	testharness.RequireDocker(t)
+	h := testharness.SSHHost(t)
+	reg := backends.NewRegistry(composessh.New(os.Getenv("SANDBOXER_COMPOSE_CMD")))
+	repo := unhealthyRepo(t)
 	c, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	id := backends.NewID()
@@ -140,15 +147,7 @@ func TestDeadlineMidLookStillReportsTheServices(t *testing.T) {
 	stalls := &lookStalls{Transport: real.Transport, free: 1}
 	h := &hosts.Host{Transport: stalls, RootDir: real.RootDir, EndpointHost: real.EndpointHost}
 	reg := backends.NewRegistry(composessh.New(os.Getenv("SANDBOXER_COMPOSE_CMD")))
-	repo := repoOf(t, `services:
-  api:
-    image: `+testharness.Image(t)+`
-    command: ["sh", "-c", "echo api starting; trap 'exit 0' TERM; while true; do sleep 1; done"]
-    healthcheck:
-      test: ["CMD", "sh", "-c", "echo database not reachable at db:5432; exit 1"]
-      interval: 1s
-      retries: 1
-`)
+	repo := unhealthyRepo(t)
 	c, cancel := context.WithTimeout(context.Background(), 8*time.Second)
 	defer cancel()
 	id := backends.NewID()
