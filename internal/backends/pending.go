@@ -96,7 +96,14 @@ func (p *Pending) Take(m hosts.Mark) (script string, outcome func(hosts.Reply, e
 	}
 }
 
-// Flush runs what is pending now, in one command of its own.
+// ScratchDir is where the commands asked together (hosts.AskTogether)
+// leave their answers while they run (below the root directory).
+var ScratchDir = []string{".sandboxer", "run"}
+
+// Flush runs what is pending now, in one command of its own, asked
+// together with the other flushes of the host (hosts.AskTogether): the
+// records of the creates an apply makes at once, written as each is
+// ready, share a shell rather than start one each.
 func (p *Pending) Flush(ctx context.Context) error {
 	if p.Empty() {
 		return nil
@@ -106,7 +113,7 @@ func (p *Pending) Flush(ctx context.Context) error {
 		what += fmt.Sprintf(" (and %d more)", len(p.parts)-1)
 	}
 	var outcome func(hosts.Reply, error) error
-	reply, err := hosts.AskPrivately(ctx, p.h, what, func(m hosts.Mark) string {
+	reply, err := hosts.AskTogether(ctx, p.h, "pending", p.h.Path(ScratchDir...), what, func(m hosts.Mark) string {
 		var script string
 		script, outcome = p.Take(m)
 		return script

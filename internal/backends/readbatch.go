@@ -175,7 +175,7 @@ func recordsScript(m hosts.Mark, h *hosts.Host, files string) string {
 func (r *Registry) readHost(ctx context.Context, h *hosts.Host) (*hostView, error) {
 	reply, err := hosts.Ask(ctx, h, func(m hosts.Mark) string {
 		var script strings.Builder
-		script.WriteString(recordsScript(m, h, hosts.Quote(h.Path(".sandboxer", "sandboxes"))+"/*.json"))
+		script.WriteString(recordsScript(m, h, allRecordFiles(h)))
 		for _, name := range slices.Sorted(maps.Keys(r.exts)) {
 			bi, ok := r.exts[name].(BatchInspector)
 			if !ok {

@@ -44,6 +44,27 @@ func readRecord(ctx context.Context, h *hosts.Host, id string) (*Sandbox, error)
 	return decodeRecord(h, id, v.records[id], v.root)
 }
 
+// allRecordFiles is every record file of h, as sh words (a glob).
+func allRecordFiles(h *hosts.Host) string {
+	return hosts.Quote(h.Path(".sandboxer", "sandboxes")) + "/*.json"
+}
+
+// readRecords reads every record of h as it is, with the resolved root
+// directory, in one command: a host view of its records alone.
+func readRecords(ctx context.Context, h *hosts.Host) (*hostView, error) {
+	reply, err := hosts.Ask(ctx, h, func(m hosts.Mark) string {
+		return recordsScript(m, h, allRecordFiles(h))
+	})
+	if err != nil {
+		return nil, fmt.Errorf("unable to read the sandboxes of host %q: %w", h.Host(), err)
+	}
+	v, err := parseHostView(reply)
+	if err != nil {
+		return nil, fmt.Errorf("host %q, root directory %s: %w", h.Host(), h.RootDir, err)
+	}
+	return v, nil
+}
+
 // readRecordData reads record <id>.json of h as it is, with the resolved
 // root directory: a host view of that record alone (ErrNotFound when the
 // host has no such record).

@@ -32,16 +32,18 @@ type Registry struct {
 	reads          Flight[string, *hostView]        // host views shared by refreshes (readbatch.go)
 	snapReads      Flight[string, *agent.Manifests] // store manifests shared by snapshot refreshes
 	recordReads    Flight[recordKey, *hostView]     // single records shared by lookups
+	destroyReads   Flight[string, *hostView]        // records shared by the destroys that overlap (never kept)
 }
 
 // NewRegistry returns a registry of the given extensions: each an
 // Extension of hosts or a ClusterExtension.
 func NewRegistry(exts ...Validator) *Registry {
 	r := &Registry{exts: map[string]Extension{}, clusterExts: map[string]ClusterExtension{}, now: time.Now, agent: agent.NewClient(), reaperSettings: map[string]ReaperSetting{},
-		reapers:     Flight[string, struct{}]{What: "reaper setting", Keep: Forever},
-		reads:       Flight[string, *hostView]{What: "host view read", Keep: readBatchWindow, KeepFailures: readBatchWindow},
-		snapReads:   Flight[string, *agent.Manifests]{What: "store manifests read", Keep: readBatchWindow, KeepFailures: readBatchWindow},
-		recordReads: Flight[recordKey, *hostView]{What: "record read", Keep: readBatchWindow, KeepFailures: readBatchWindow}}
+		reapers:      Flight[string, struct{}]{What: "reaper setting", Keep: Forever},
+		reads:        Flight[string, *hostView]{What: "host view read", Keep: readBatchWindow, KeepFailures: readBatchWindow},
+		snapReads:    Flight[string, *agent.Manifests]{What: "store manifests read", Keep: readBatchWindow, KeepFailures: readBatchWindow},
+		recordReads:  Flight[recordKey, *hostView]{What: "record read", Keep: readBatchWindow, KeepFailures: readBatchWindow},
+		destroyReads: Flight[string, *hostView]{What: "records read for destroys"}}
 	for _, e := range exts {
 		switch e := e.(type) {
 		case Extension:
@@ -351,11 +353,23 @@ func (r *Registry) Get(ctx context.Context, h *hosts.Host, id string) (*Sandbox,
 }
 
 // Destroy tears a sandbox down. A sandbox the host no longer knows is success.
+// Its record comes from a read of the host's records that the destroys an
+// apply makes at once share (readRecords), never from one kept: a record
+// missing from an older read would be a sandbox left running.
 func (r *Registry) Destroy(ctx context.Context, h *hosts.Host, id string) error {
 	if err := CheckID(id); err != nil {
 		return err
 	}
-	sb, err := readRecord(ctx, h, id)
+	view, err := r.destroyReads.Do(ctx, h.Host(), func(ctx context.Context) (*hostView, error) { return readRecords(ctx, h) })
+	if err != nil {
+		return err
+	}
+	var sb *Sandbox
+	if data, ok := view.records[id]; !ok {
+		err = ErrNotFound
+	} else {
+		sb, err = decodeRecord(h, id, data, view.root)
+	}
 	if errors.Is(err, ErrNotFound) {
 		// Gone; but a create cut off while writing its record may have
 		// left the write's temporary files.

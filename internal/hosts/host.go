@@ -145,10 +145,16 @@ var (
 	_ privateRunner = (*Local)(nil)
 )
 
+// resettable is a command's output that a retry elsewhere starts again.
+type resettable interface {
+	io.Writer
+	Reset()
+}
+
 // runScriptPrivately runs script where no other user of the host reads
 // it: in a shell of the connection, or, when none takes it (a script too
 // long for a shell), on a session's input.
-func runScriptPrivately(ctx context.Context, t Transport, script string, out *bytes.Buffer) error {
+func runScriptPrivately(ctx context.Context, t Transport, script string, out resettable) error {
 	err := runPrivately(ctx, t, script, out)
 	if errors.Is(err, errNotRun) {
 		out.Reset()

@@ -2,6 +2,7 @@ package hosts
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"strconv"
@@ -20,6 +21,8 @@ import (
 // asked while others of its group are gathering joins them; the first
 // gathers for as long as more keep coming (togetherQuiet after the last,
 // togetherMax in all), so a command asked alone waits togetherQuiet.
+// Each command's answer is printed as soon as it ends, and its caller
+// answered then: a quick command of a batch never waits for a slow one.
 
 const (
 	togetherQuiet = 20 * time.Millisecond
@@ -27,10 +30,12 @@ const (
 )
 
 // The batch's sections: each command's output, then its standard error's
-// tail. The part's argument is "INDEX STATUS".
+// tail, then the end of its answer. The part's argument is "INDEX STATUS",
+// the end's "INDEX".
 const (
 	togetherPart = "part"
 	togetherErr  = "err"
+	togetherEnd  = "end"
 )
 
 type togetherKey struct {
@@ -120,7 +125,7 @@ func gather(ctx context.Context, b *togetherBatch) {
 	}
 }
 
-// runTogether runs calls and answers each.
+// runTogether runs calls and answers each, as its answer arrives.
 func runTogether(t Transport, scratch string, calls []*togetherCall) {
 	if len(calls) == 1 {
 		c := calls[0]
@@ -131,22 +136,87 @@ func runTogether(t Transport, scratch string, calls []*togetherCall) {
 	ctx, cancel := untilAllGaveUp(calls)
 	defer cancel()
 	start := time.Now()
-	outer := NewMark()
-	var out bytes.Buffer
-	err := runScriptPrivately(ctx, t, togetherScript(outer, scratch, calls), &out)
-	var parts map[int]partAnswer
-	if err == nil {
-		parts, err = splitTogether(outer, out.Bytes(), len(calls))
-	}
-	for i, c := range calls {
-		if err != nil {
-			c.err = withoutContent(c.what, err)
-		} else {
-			c.reply, c.err = parts[i].answer(t.Host(), c)
-		}
+	w := &partsWriter{outer: NewMark(), answered: make([]bool, len(calls))}
+	finish := func(i int, reply Reply, err error) {
+		c := calls[i]
+		c.reply, c.err = reply, err
+		w.answered[i] = true
 		logCommand(c.ctx, t.Host(), fmt.Sprintf("(%s, one of %d together)", c.what, len(calls)), start, c.err)
 		close(c.done)
 	}
+	w.each = func(i int, p partAnswer) {
+		if i >= 0 && i < len(calls) && !w.answered[i] {
+			reply, err := p.answer(t.Host(), calls[i])
+			finish(i, reply, err)
+		}
+	}
+	err := runScriptPrivately(ctx, t, togetherScript(w.outer, scratch, calls), w)
+	w.mu.Lock() // the transport's writes are over; a late one is ignored
+	defer w.mu.Unlock()
+	w.closed = true
+	err = cmp.Or(err, w.err)
+	n := 0
+	for _, a := range w.answered {
+		if a {
+			n++
+		}
+	}
+	if err == nil && n < len(calls) {
+		err = fmt.Errorf("the host answered %d of %d commands run together", n, len(calls))
+	}
+	for i, c := range calls {
+		if !w.answered[i] {
+			finish(i, Reply{}, withoutContent(c.what, err))
+		}
+	}
+}
+
+// partsWriter reads a batch's answer as it comes: each command's part
+// (togetherScript) is handed to each once its end has arrived.
+type partsWriter struct {
+	outer    Mark
+	each     func(i int, p partAnswer)
+	mu       sync.Mutex
+	buf      []byte
+	answered []bool
+	err      error // the first part that could not be read
+	closed   bool
+}
+
+func (w *partsWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return len(p), nil
+	}
+	w.buf = append(w.buf, p...)
+	end := []byte(string(w.outer) + " " + frameSection + " " + togetherEnd + " ")
+	for {
+		i := bytes.Index(w.buf, end)
+		if i < 0 {
+			return len(p), nil
+		}
+		nl := bytes.IndexByte(w.buf[i:], '\n')
+		if nl < 0 {
+			return len(p), nil
+		}
+		chunk := w.buf[:i+nl+1]
+		w.buf = w.buf[i+nl+1:]
+		idx, part, err := parsePart(w.outer, chunk)
+		if err != nil {
+			w.err = cmp.Or(w.err, err)
+			continue
+		}
+		w.each(idx, part)
+	}
+}
+
+// Reset forgets what was written: the batch runs again elsewhere, the
+// first try having run nothing (errNotRun).
+func (w *partsWriter) Reset() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf = nil
 }
 
 // untilAllGaveUp is a context, with the values of the first call's, that
@@ -168,22 +238,25 @@ func untilAllGaveUp(calls []*togetherCall) (context.Context, context.CancelFunc)
 
 // togetherScript runs each call's script in a background subshell whose
 // output, error and status go to files of a directory of its own under
-// scratch, then prints them framed by outer. Directories that a killed
-// batch left (its files are small) are removed after an hour.
+// scratch; as each ends, it says so on a fifo, and its answer is printed
+// then, framed by outer. Directories that a killed batch left (its files
+// are small) are removed after an hour.
 func togetherScript(outer Mark, scratch string, calls []*togetherCall) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "_sbx_d=%s; mkdir -p -- \"$_sbx_d\" || exit 1\n", Quote(scratch))
 	b.WriteString("find \"$_sbx_d\" -mindepth 1 -maxdepth 1 -mmin +60 -exec rm -rf -- {} + 2>/dev/null\n")
 	b.WriteString("_sbx_t=$(umask 077 && mktemp -d \"$_sbx_d/together.XXXXXX\") || exit 1\n")
+	// Read and written through this shell's fd 7: opening it blocks neither.
+	b.WriteString("mkfifo -- \"$_sbx_t/ended\" && exec 7<>\"$_sbx_t/ended\" || exit 1\n")
 	for i, c := range calls {
-		fmt.Fprintf(&b, "( (\n%s\n) >\"$_sbx_t/%[2]d\" 2>\"$_sbx_t/%[2]d.err\" </dev/null; echo $? >\"$_sbx_t/%[2]d.rc\" ) &\n", c.script, i)
+		fmt.Fprintf(&b, "( (\n%s\n) >\"$_sbx_t/%[2]d\" 2>\"$_sbx_t/%[2]d.err\" </dev/null 7>&-; echo $? >\"$_sbx_t/%[2]d.rc\"; echo %[2]d >&7 ) &\n", c.script, i)
 	}
-	b.WriteString("wait\n")
-	for i := range calls {
-		fmt.Fprintf(&b, "%s; cat -- \"$_sbx_t/%[2]d\"; %[3]s; tail -c %[4]d -- \"$_sbx_t/%[2]d.err\"\n",
-			outer.Section(togetherPart, fmt.Sprintf(`"%d $(cat -- "$_sbx_t/%d.rc")"`, i, i)), i, outer.Section(togetherErr, ""), stderrTailBytes)
-	}
-	b.WriteString("rm -rf -- \"$_sbx_t\"\n")
+	// The directory goes before the last part's end: its caller, the last
+	// answered, finds nothing left.
+	fmt.Fprintf(&b, "_sbx_n=0\nwhile [ \"$_sbx_n\" -lt %[1]d ] && IFS= read -r _sbx_i <&7; do\n_sbx_n=$((_sbx_n + 1))\n", len(calls))
+	fmt.Fprintf(&b, "%s; cat -- \"$_sbx_t/$_sbx_i\"; %s; tail -c %d -- \"$_sbx_t/$_sbx_i.err\"\n",
+		outer.Section(togetherPart, `"$_sbx_i $(cat -- "$_sbx_t/$_sbx_i.rc")"`), outer.Section(togetherErr, ""), stderrTailBytes)
+	fmt.Fprintf(&b, "if [ \"$_sbx_n\" -eq %d ]; then exec 7>&-; rm -rf -- \"$_sbx_t\"; fi\n%s\ndone\nwait\n", len(calls), outer.Section(togetherEnd, `"$_sbx_i"`))
 	return b.String()
 }
 
@@ -194,40 +267,37 @@ type partAnswer struct {
 	stderr string
 }
 
-// splitTogether reads togetherScript's answer: n parts, each with its error.
-func splitTogether(outer Mark, out []byte, n int) (map[int]partAnswer, error) {
-	reply, err := ParseReply(outer, out)
+// parsePart reads one command's part of togetherScript's answer, up to
+// its end: its index, status, output and error.
+func parsePart(outer Mark, chunk []byte) (int, partAnswer, error) {
+	reply, err := ParseReply(outer, chunk)
 	if err != nil {
-		return nil, err
+		return 0, partAnswer{}, err
 	}
-	parts := map[int]partAnswer{}
-	last := -1
+	var p partAnswer
+	idx, parts := -1, 0
 	for _, s := range reply.Sections {
 		switch s.Kind {
 		case togetherPart:
 			i, status, ok := strings.Cut(s.Arg, " ")
-			idx, err1 := strconv.Atoi(i)
+			n, err1 := strconv.Atoi(i)
 			rc, err2 := strconv.Atoi(strings.TrimSpace(status))
-			if !ok || err1 != nil || err2 != nil || idx < 0 || idx >= n {
-				return nil, fmt.Errorf("unexpected part %q in the host's answer", s.Arg)
+			if !ok || err1 != nil || err2 != nil {
+				return 0, partAnswer{}, fmt.Errorf("unexpected part %q in the host's answer", s.Arg)
 			}
-			parts[idx] = partAnswer{status: rc, out: s.Body}
-			last = idx
+			idx, p.status, p.out = n, rc, s.Body
+			parts++
 		case togetherErr:
-			if last < 0 {
-				return nil, fmt.Errorf("an error before any part in the host's answer")
-			}
-			p := parts[last]
 			p.stderr = string(s.Body)
-			parts[last] = p
+		case togetherEnd:
+			if n, err := strconv.Atoi(s.Arg); err != nil || n != idx || parts != 1 {
+				return 0, partAnswer{}, fmt.Errorf("unexpected end %q of part %d in the host's answer", s.Arg, idx)
+			}
 		default:
-			return nil, fmt.Errorf("unexpected section %q in the host's answer", s.Kind)
+			return 0, partAnswer{}, fmt.Errorf("unexpected section %q in the host's answer", s.Kind)
 		}
 	}
-	if len(parts) != n {
-		return nil, fmt.Errorf("the host answered %d of %d commands run together", len(parts), n)
-	}
-	return parts, nil
+	return idx, p, nil
 }
 
 // answer is c's reply and error, as AskPrivately would have returned them.

@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -135,5 +136,48 @@ func TestAskTogetherAlone(t *testing.T) {
 	})
 	if err != nil || len(reply.Sections) != 1 || string(reply.Sections[0].Body) != "one" {
 		t.Fatalf("got %+v, %v", reply, err)
+	}
+}
+
+// A command of a batch is answered when it ends, not when the batch does:
+// the quick one's answer arrives while the slow one still waits for the
+// test to let it go.
+func TestAskTogetherAnswersEachAsItEnds(t *testing.T) {
+	tr := startInProcessServer(t, nil).transport(t, 4)
+	dir := t.TempDir()
+	release := dir + "/release"
+	if err := syscall.Mkfifo(release, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	type answer struct {
+		reply Reply
+		err   error
+	}
+	slow, quick := make(chan answer, 1), make(chan answer, 1)
+	go func() {
+		r, err := AskTogether(t.Context(), tr, "test", dir+"/run", "slow", func(m Mark) string {
+			return "read _ <" + Quote(release) + "; " + m.Section("pid", "") + "; echo $$"
+		})
+		slow <- answer{r, err}
+	}()
+	go func() {
+		r, err := AskTogether(t.Context(), tr, "test", dir+"/run", "quick", func(m Mark) string {
+			return m.Section("pid", "") + "; echo $$"
+		})
+		quick <- answer{r, err}
+	}()
+	var q answer
+	select {
+	case q = <-quick:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the quick command was not answered while the slow one ran")
+	}
+	if err := os.WriteFile(release, []byte("go\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := <-slow
+	if q.err != nil || s.err != nil || len(q.reply.Sections) != 1 || len(s.reply.Sections) != 1 ||
+		string(q.reply.Sections[0].Body) != string(s.reply.Sections[0].Body) {
+		t.Fatalf("quick %+v, slow %+v: want both answered, from one shell", q, s)
 	}
 }

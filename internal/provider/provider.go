@@ -309,9 +309,10 @@ func (p *SandboxerProvider) Schema(_ context.Context, _ provider.SchemaRequest, 
 	hostAttrs["max_network_operations"] = schema.Int64Attribute{Optional: true,
 		Validators: []validator.Int64{int64validator.AtLeast(1)},
 		MarkdownDescription: fmt.Sprintf("Most operations that create or remove a compose sandbox's networks (its `compose up`, "+
-			"its `compose down`) one Terraform run has going on this host at once; the others wait their turn, within their "+
-			"timeouts. The engine changes networks one at a time behind locks of its own, so more at once only wait there, "+
-			"and a large destroy can wedge it. Default %d.", composessh.DefaultNetworkOperations)}
+			"its `compose down`) going on at once on this host under its `root_dir`, across Terraform runs; the others wait "+
+			"their turn, within their timeouts. The engine changes networks one at a time behind locks of its own, so more at "+
+			"once only wait there, and a large destroy can wedge it. Waiting for the services to be ready holds none. "+
+			"Default %d.", composessh.DefaultNetworkOperations)}
 	hostAttrs["publish_address"] = schema.StringAttribute{Optional: true,
 		Validators: []validator.String{ipAddress()},
 		MarkdownDescription: "Host address compose sandboxes publish their ports on when the compose file binds them to none, " +

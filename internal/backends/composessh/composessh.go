@@ -4,7 +4,6 @@
 package composessh
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -40,7 +39,6 @@ type Extension struct {
 	// by host name; a host without one uses DefaultNetworkOperations.
 	NetworkOperations map[string]int
 
-	slots      sync.Map                                // host name -> chan struct{}: networkSlot's tokens
 	detections backends.Flight[string, []string]       // host name -> compose argv
 	listings   backends.Flight[string, []netip.Prefix] // host name -> subnets in use there, as last listed
 	choosing   sync.Mutex                              // held while a create chooses subnets (claim)
@@ -242,11 +240,6 @@ func (e *Extension) Prepare(ctx context.Context, req backends.Request) (*backend
 // overlap; then the subnets are chosen again, with that network now in the
 // taken set. rendered, when set, is written by the same command.
 func (e *Extension) up(ctx context.Context, req backends.Request, sb *backends.Sandbox, compose, networks []string, rendered []byte, pending *backends.Pending) error {
-	release, err := e.networkSlot(ctx, req.Host)
-	if err != nil {
-		return fmt.Errorf("compose up: %w", err)
-	}
-	defer release()
 	for attempt := 1; ; attempt++ {
 		res, err := e.chooseNetworks(ctx, req.Host, req.Profile, sb, engine(compose), networks, attempt > 1)
 		if err != nil {
@@ -256,7 +249,7 @@ func (e *Extension) up(ctx context.Context, req backends.Request, sb *backends.S
 		// The first attempt runs what the create has pending (its record,
 		// with what the steps learned, and its workspace) first.
 		outcome := func(_ hosts.Reply, err error) error { return err }
-		reply, err := hosts.AskPrivately(ctx, req.Host, "bringing sandbox "+sb.ID+" up", func(m hosts.Mark) string {
+		reply, err := hosts.AskTogether(ctx, req.Host, "compose up", req.Host.Path(backends.ScratchDir...), "bringing sandbox "+sb.ID+" up", func(m hosts.Mark) string {
 			// Marked, so that a teardown ends it should it outlive its
 			// connection (lateCommands).
 			script := "export " + createMarker + "=" + sb.ID + "\n"
@@ -269,7 +262,7 @@ func (e *Extension) up(ctx context.Context, req backends.Request, sb *backends.S
 			if rendered != nil {
 				script += writeRenderedScript(sb, rendered)
 			}
-			return script + inWorkspace(sb, compose, "up", "-d", "--remove-orphans") + " || exit $?\n" +
+			return script + e.slotted(req.Host, sb.ID, inWorkspace(sb, compose, "up", "-d", "--remove-orphans")) +
 				settleThenStatus(ctx, m, sb, compose)
 		})
 		if err = outcome(reply, err); errors.Is(err, backends.ErrWorkspaceExists) {
@@ -292,8 +285,8 @@ func (e *Extension) up(ctx context.Context, req backends.Request, sb *backends.S
 		if !errors.As(err, &ce) || !strings.Contains(ce.Stderr, "Pool overlaps") || attempt == 5 {
 			return fmt.Errorf("compose up failed: %w", err)
 		}
-		if derr := req.Host.Run(ctx, inWorkspace(sb, compose, "down", "--remove-orphans", "--timeout", "5")+
-			"; rm -f -- "+hosts.Quote(overrideFor(sb)), nil, nil); derr != nil {
+		if derr := req.Host.Run(ctx, e.slotted(req.Host, sb.ID, inWorkspace(sb, compose, "down", "--remove-orphans", "--timeout", "5"))+
+			"rm -f -- "+hosts.Quote(overrideFor(sb)), nil, nil); derr != nil {
 			return fmt.Errorf("compose up failed: %w; undoing it to choose other subnets failed: %v", err, derr)
 		}
 	}
@@ -428,127 +421,6 @@ func parseStatus(out string, sb *backends.Sandbox) backends.Status {
 	return st
 }
 
-// Teardown runs compose down (volumes and orphans too), then removes by
-// label anything of the project that compose did not (a half-created stack,
-// a deleted compose file), then the workspace. Already gone is success.
-func (e *Extension) Teardown(ctx context.Context, h *hosts.Host, sb *backends.Sandbox) error {
-	return e.TeardownThen(ctx, h, sb, "")
-}
-
-var _ backends.Finisher = (*Extension)(nil)
-
-// TeardownThen is Teardown whose one command removes the workspace too,
-// then runs then.
-func (e *Extension) TeardownThen(ctx context.Context, h *hosts.Host, sb *backends.Sandbox, then string) error {
-	e.firstStatus.Delete(sb.ID) // a create that failed before WaitReady
-	// The record's compose command, when it has one: should the host no
-	// longer have it, `compose down` fails, which the engine's listings
-	// below make up for.
-	compose, _, err := e.composeFor(ctx, h, sb)
-	if err != nil {
-		return err
-	}
-	project := sb.ComposeProject
-	if project == "" {
-		project = ProjectName(sb.ID)
-	}
-	eng := engine(compose)
-	filter := hosts.Quote("label=" + projectLabel + "=" + project)
-	// Each engine operation is announced as a section, so that one that
-	// outlives the deadline (a wedged engine) can be named.
-	m := hosts.NewMark()
-	var script strings.Builder
-	script.WriteString(lateCommands(m, sb.ID))
-	if sb.ComposeFile != "" && sb.WorkspaceDir != "" {
-		down := &backends.Sandbox{WorkspaceDir: sb.WorkspaceDir, ComposeProject: project, ComposeFile: sb.ComposeFile, ID: sb.ID,
-			NetworkOverride: sb.NetworkOverride, Rendered: sb.Rendered}
-		// In a subshell: its cd must not move what follows, whose paths
-		// may be relative to the login directory (a relative root_dir).
-		fmt.Fprintf(&script, "%s\nif test -f %s; then (%s) >/dev/null 2>&1 || true; fi\n", m.Section("step", "'compose down'"),
-			hosts.Quote(sb.WorkspaceDir+"/"+backends.ComposeFileOf(down)), inWorkspace(down, compose, "down", "--volumes", "--remove-orphans", "--timeout", "5"))
-	}
-	// An engine that does not answer (stopped, restarting) lists nothing:
-	// every listing must succeed, or nothing is known to be gone and the
-	// record and workspace, which name what to remove, must stay.
-	// What is left is listed first: after a `compose down`, most often
-	// nothing, and the engine CLI's starts (a tenth of a second of CPU
-	// each) are what many teardowns at once wait on.
-	fmt.Fprintf(&script, `unanswered() { echo "the container engine did not answer: what the sandbox made there may remain" >&2; exit 1; }
-left() { %[1]s ps -aq --filter %[2]s && %[1]s network ls -q --filter %[2]s && %[1]s volume ls -q --filter %[2]s; }
-%[7]s; left=$(left) || unanswered
-if [ -n "$left" ]; then
-%[4]s; ids=$(%[1]s ps -aq --filter %[2]s) || unanswered; if [ -n "$ids" ]; then %[1]s rm -f -v $ids >/dev/null; fi
-%[5]s; ids=$(%[1]s network ls -q --filter %[2]s) || unanswered; if [ -n "$ids" ]; then %[1]s network rm $ids >/dev/null; fi
-%[6]s; ids=$(%[1]s volume ls -q --filter %[2]s) || unanswered; if [ -n "$ids" ]; then %[1]s volume rm -f $ids >/dev/null; fi
-%[7]s; left=$(left) || unanswered
-if [ -n "$left" ]; then echo "resources of project "%[3]s" remain: $left" >&2; exit 1; fi
-fi
-`, eng, filter, hosts.Quote(project), m.Section("step", "'rm -f -v'"), m.Section("step", "'network rm'"),
-		m.Section("step", "'volume rm -f'"), m.Section("step", "'ps'"))
-	// The network reservation goes last, once its networks are gone. Its
-	// path comes from the id, never from the record.
-	fmt.Fprintf(&script, "rm -f -- %s\n", hosts.Quote(overridePath(h, sb)))
-	// Then the workspace, and what the caller's then does, by the same
-	// command. A workspace that must not be removed fails the teardown
-	// once the rest is done.
-	rmWorkspace, refused := backends.RemoveWorkspaceScript(h, sb.WorkspaceDir, sb.ID)
-	if refused == nil {
-		if rmWorkspace != "" {
-			fmt.Fprintf(&script, "%s\n( %s\n) || exit 1\n", m.Section(workspaceStep, ""), rmWorkspace)
-		}
-		if then != "" {
-			fmt.Fprintf(&script, "%s\n", then)
-		}
-	}
-	release, err := e.networkSlot(ctx, h)
-	if err != nil {
-		return fmt.Errorf("unable to remove the containers, networks and volumes of sandbox %s: %w", sb.ID, err)
-	}
-	var out bytes.Buffer
-	err = h.Run(ctx, script.String(), nil, &out)
-	release()
-	if err != nil {
-		if ctx.Err() != nil {
-			err = engineStuck(ctx, h, sb, eng, m, out.Bytes())
-		}
-		return fmt.Errorf("unable to remove the containers, networks and volumes of sandbox %s: %w", sb.ID, err)
-	}
-	return refused
-}
-
-// workspaceStep is the section of a teardown's answer announcing the
-// removal of the workspace, after the engine's steps.
-const workspaceStep = "workspace"
-
-// engineProbeTimeout bounds the engine probe of engineStuck.
-const engineProbeTimeout = 10 * time.Second
-
-// engineStuck explains a teardown that outlived its deadline (ctx ended):
-// the engine operation it was in (the last step section of out) and
-// whether the engine answers at all, probed by a short bounded call. The
-// command itself was killed on the host with the shell's process group.
-func engineStuck(ctx context.Context, h *hosts.Host, sb *backends.Sandbox, eng string, m hosts.Mark, out []byte) error {
-	step := "an engine operation"
-	if reply, err := hosts.ParseReply(m, out); err == nil && len(reply.Sections) > 0 {
-		switch last := reply.Sections[len(reply.Sections)-1]; last.Kind {
-		case workspaceStep:
-			return fmt.Errorf("the removal of workspace %s on host %q did not finish before the deadline (%w): the sandbox stays in state, "+
-				"and the next destroy removes what remains", sb.WorkspaceDir, h.Host(), ctx.Err())
-		case "step":
-			step = "`" + eng + " " + last.Arg + "`"
-		}
-	}
-	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), engineProbeTimeout)
-	defer cancel()
-	answer := "still answers `" + eng + " version`, so that operation itself is stuck"
-	if err := h.Run(pctx, eng+" version --format '{{.Server.Version}}'", nil, nil); err != nil {
-		answer = fmt.Sprintf("did not answer `%s version` within %s either (%v): it has stopped answering", eng, engineProbeTimeout, err)
-	}
-	return fmt.Errorf("the container engine on host %q did not finish %s before the deadline (%w), and it %s. "+
-		"Check the engine on the host (`%s info`; restart it if it does not answer). The sandbox stays in state: "+
-		"the next destroy removes what remains", h.Host(), step, ctx.Err(), answer, eng)
-}
-
 func tail(s string, n int) string {
 	if len(s) > n {
 		return "…" + s[len(s)-n:]
@@ -599,13 +471,15 @@ func (e *Extension) Start(ctx context.Context, h *hosts.Host, sb *backends.Sandb
 			return fmt.Errorf("unable to start sandbox %s: %w", sb.ID, err)
 		}
 	}
-	// `up` makes the networks again when something removed them.
-	release, err := e.networkSlot(ctx, h)
+	// `up` makes the networks again when something removed them: it
+	// holds one of the host's network slots.
+	err := e.withCompose(ctx, h, sb, func(compose []string) error {
+		return h.Run(ctx, e.slotted(h, sb.ID, inWorkspace(sb, compose, "up", "-d", "--remove-orphans")), nil, nil)
+	})
 	if err != nil {
 		return fmt.Errorf("unable to start sandbox %s: %w", sb.ID, err)
 	}
-	defer release()
-	return e.composeRun(ctx, h, sb, "unable to start", "up", "-d", "--remove-orphans")
+	return nil
 }
 
 // composeRun runs `compose ARGS` of sb (pause, unpause, and the stop and

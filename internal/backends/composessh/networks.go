@@ -74,32 +74,6 @@ func subnetBits(p *catalog.Profile) (int, error) {
 	return n, nil
 }
 
-// DefaultNetworkOperations is how many network-changing operations (a
-// sandbox's compose up or compose down) one process runs on a host at once
-// when its host block does not say (max_network_operations). Measured on 2
-// cores with dockerd 20.10 (docs/benchmarks.md, "Many sandboxes on one
-// host"): 100 sandboxes applied and destroyed as fast with 4 at once as
-// with 8 (the sessions of one connection, the cap before there was this
-// one), 10-15% slower with 2; and 8 at once wedged dockerd in the destroy
-// of 500 sandboxes, its network removals queued behind one lock.
-const DefaultNetworkOperations = 4
-
-// networkSlot waits for one of h's network-operation slots and returns
-// its release. An operation waiting here holds no session, and its
-// deadline still runs.
-func (e *Extension) networkSlot(ctx context.Context, h *hosts.Host) (func(), error) {
-	n := cmp.Or(e.NetworkOperations[h.Host()], DefaultNetworkOperations)
-	v, _ := e.slots.LoadOrStore(h.Host(), make(chan struct{}, n))
-	slots, _ := v.(chan struct{}) // only chans are stored
-	select {
-	case slots <- struct{}{}:
-		return func() { <-slots }, nil
-	case <-ctx.Done():
-		return nil, fmt.Errorf("waited for one of the %d operations on host %s that change networks (max_network_operations) "+
-			"until the deadline: %w", n, h.Host(), context.Cause(ctx))
-	}
-}
-
 // poolOf is h's network pool.
 func (e *Extension) poolOf(h *hosts.Host) netip.Prefix {
 	return cmp.Or(e.NetworkPools[h.Host()], DefaultNetworkPool)

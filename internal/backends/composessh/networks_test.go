@@ -1,7 +1,6 @@
 package composessh
 
 import (
-	"context"
 	"fmt"
 	"net/netip"
 	"os"
@@ -125,50 +124,4 @@ func TestReservationsReadTheOverrides(t *testing.T) {
 	if _, serr := os.Stat(dir + "/b.yml"); err != nil || reply.Result != reservedMeanwhile || len(reply.Head) != 0 || !os.IsNotExist(serr) {
 		t.Fatalf("a colliding reservation: %q %v; its file: %v", reply, err, serr)
 	}
-}
-
-// A host's max_network_operations caps the compose ups and downs one
-// process runs there at once; a waiter gives up with its context, naming
-// the setting, and the next release lets the next one in.
-func TestNetworkSlotsCapAHost(t *testing.T) {
-	e := New("")
-	e.NetworkOperations["capped"] = 2
-	capped := &hosts.Host{Transport: &hosts.Local{Name: "capped"}}
-	other := &hosts.Host{Transport: &hosts.Local{Name: "other"}}
-	ctx := t.Context()
-	var releases []func()
-	for range 2 {
-		release, err := e.networkSlot(ctx, capped)
-		if err != nil {
-			t.Fatal(err)
-		}
-		releases = append(releases, release)
-	}
-	// The other host has slots of its own (DefaultNetworkOperations).
-	for range DefaultNetworkOperations {
-		release, err := e.networkSlot(ctx, other)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer release()
-	}
-	waiting, cancel := context.WithCancel(ctx)
-	cancel()
-	if _, err := e.networkSlot(waiting, capped); err == nil || !strings.Contains(err.Error(), "max_network_operations") ||
-		!strings.Contains(err.Error(), "2 operations on host capped") {
-		t.Fatalf("a third operation on a host capped at 2 got: %v", err)
-	}
-	got := make(chan error, 1)
-	go func() {
-		release, err := e.networkSlot(ctx, capped)
-		if err == nil {
-			release()
-		}
-		got <- err
-	}()
-	releases[0]()
-	if err := <-got; err != nil {
-		t.Fatalf("a slot released was not taken: %v", err)
-	}
-	releases[1]()
 }

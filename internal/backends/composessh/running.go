@@ -15,10 +15,6 @@ var _ backends.Stopper = (*Extension)(nil)
 // (hosts.AskTogether): one shell for all of them rather than one each,
 // which the connection starts a few at a time and caps.
 
-// scratchDir is where the stops and starts asked together leave their
-// answers while they run (below the root directory).
-var scratchDir = []string{".sandboxer", "run"}
-
 // StopServices is what is pending, `compose stop` of the sandbox's own
 // project, and the status after it, in one command.
 func (e *Extension) StopServices(ctx context.Context, h *hosts.Host, sb *backends.Sandbox, pending *backends.Pending) (backends.Status, error) {
@@ -61,7 +57,7 @@ func (e *Extension) askTogether(ctx context.Context, h *hosts.Host, sb *backends
 	err = e.withCompose(ctx, h, sb, func(compose []string) error {
 		outcome := func(_ hosts.Reply, err error) error { return err } // until the command is built
 		var err error
-		reply, err = hosts.AskTogether(ctx, h, group, h.Path(scratchDir...), doing+" sandbox "+sb.ID, func(m hosts.Mark) string {
+		reply, err = hosts.AskTogether(ctx, h, group, h.Path(backends.ScratchDir...), doing+" sandbox "+sb.ID, func(m hosts.Mark) string {
 			var taken string
 			taken, outcome = pending.Take(m)
 			return taken + work(m, compose)

@@ -1,0 +1,69 @@
+package composessh
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/hosts"
+)
+
+// A host's max_network_operations caps the engine operations run there at
+// once, across commands (and provider processes) sharing its root: with
+// both slots of a host capped at 2 held, a third operation waits (it is
+// still waiting when timeout(1) ends it a second later), and once one is
+// given back, the next takes it. Another root has slots of its own.
+func TestNetworkSlotsCapAHost(t *testing.T) {
+	e := New("")
+	e.NetworkOperations["capped"] = 2
+	capped := &hosts.Host{Transport: &hosts.Local{Name: "capped"}, RootDir: t.TempDir(), Local: true}
+	other := &hosts.Host{Transport: &hosts.Local{Name: "other"}, RootDir: t.TempDir(), Local: true}
+	dir := t.TempDir()
+
+	// Two holders: each takes a slot, says so through its own fifo, and
+	// keeps the slot until the test writes to its release fifo.
+	holding := make([]chan error, 2)
+	for i, id := range []string{"aaaaaaaaaaaa", "bbbbbbbbbbbb"} {
+		taken, release := filepath.Join(dir, id+".taken"), filepath.Join(dir, id+".release")
+		for _, f := range []string{taken, release} {
+			if err := syscall.Mkfifo(f, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		holding[i] = make(chan error, 1)
+		go func() {
+			holding[i] <- capped.Run(t.Context(), e.slotted(capped, id, "echo taken >"+hosts.Quote(taken)+"; read _ <"+hosts.Quote(release)), nil, nil)
+		}()
+		if _, err := os.ReadFile(taken); err != nil { // blocks until the holder has its slot
+			t.Fatal(err)
+		}
+	}
+
+	third := "timeout 1 sh -c " + hosts.Quote(e.slotted(capped, "cccccccccccc", "true"))
+	var ce *hosts.CommandError
+	if err := capped.Run(t.Context(), third, nil, nil); !errors.As(err, &ce) || ce.ExitCode != 124 {
+		t.Fatalf("a third operation on a host capped at 2, both slots held: %v (want it still waiting after a second: timeout's 124)", err)
+	}
+	// The first slot of another root is free: it is another file.
+	if err := other.Run(t.Context(), "timeout 5 sh -c "+hosts.Quote(e.takeSlot(other, "dddddddddddd")+`[ "$_sbx_i" -eq 0 ]`), nil, nil); err != nil {
+		t.Fatalf("another root's first slot: %v", err)
+	}
+
+	if err := os.WriteFile(filepath.Join(dir, "aaaaaaaaaaaa.release"), []byte("go\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-holding[0]; err != nil {
+		t.Fatal(err)
+	}
+	if err := capped.Run(t.Context(), "timeout 5 sh -c "+hosts.Quote(e.slotted(capped, "cccccccccccc", "true")), nil, nil); err != nil {
+		t.Fatalf("a slot given back was not taken: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "bbbbbbbbbbbb.release"), []byte("go\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-holding[1]; err != nil {
+		t.Fatal(err)
+	}
+}
