@@ -38,14 +38,15 @@ const DefaultNetworkOperations = 4
 // It exits when no slot can be taken (the directory cannot be made).
 func (e *Extension) takeSlot(h *hosts.Host, id string) string {
 	n := cmp.Or(e.NetworkOperations[h.Host()], DefaultNetworkOperations)
-	f := fnv.New32a()
+	f := fnv.New64a()
 	_, _ = f.Write([]byte(id))
+	wait := f.Sum64() % uint64(max(n, 1)) // n >= 1: the schema says so
 	dir := hosts.Quote(h.Path(slotsDir...))
 	return fmt.Sprintf(`mkdir -p -- %[1]s || exit 1
 _sbx_i=0
 while [ "$_sbx_i" -lt %[2]d ]; do exec 8>>%[1]s/"$_sbx_i"; if flock -n 8; then break; fi; _sbx_i=$((_sbx_i + 1)); done
 if [ "$_sbx_i" -ge %[2]d ]; then exec 8>>%[1]s/%[3]d; flock 8 || exit 1; fi
-`, dir, n, f.Sum32()%uint32(n))
+`, dir, n, wait)
 }
 
 // releaseSlot gives back the slot takeSlot took.
