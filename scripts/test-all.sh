@@ -60,12 +60,12 @@ echo "== fuzz targets, briefly (seeded; scripts/fuzz.sh)"
 bash scripts/fuzz.sh
 
 echo "== acceptance tests with Terraform ($TF_ACC_TERRAFORM_PATH)"
-TF_ACC=1 go test -p 1 -count=1 -timeout 30m ./internal/provider/...
+TF_ACC=1 go test -p 1 -count=1 -timeout 45m ./internal/provider/...
 
 echo "== acceptance tests with OpenTofu ($SANDBOXER_TOFU_PATH)"
 TF_ACC=1 TF_ACC_TERRAFORM_PATH="$SANDBOXER_TOFU_PATH" \
 	TF_ACC_PROVIDER_NAMESPACE=hashicorp TF_ACC_PROVIDER_HOST=registry.opentofu.org \
-	go test -p 1 -count=1 -timeout 30m ./internal/provider/...
+	go test -p 1 -count=1 -timeout 45m ./internal/provider/...
 
 echo "== upgrade from the newest release in scripts/upgrade/releases, with Terraform and OpenTofu"
 bash scripts/test-upgrade.sh "$TF_ACC_TERRAFORM_PATH" "$SANDBOXER_TOFU_PATH"
@@ -82,7 +82,7 @@ echo "== compose tests again on compose v1 ($(docker-compose version --short))"
 # A cluster runs no compose CLI: its tests ran above, once is enough.
 # shellcheck disable=SC2046 # one package a word
 SANDBOXER_COMPOSE_CMD=docker-compose go test -p 1 -count=1 $(go list ./internal/backends/... | grep -v /composek8s)
-SANDBOXER_COMPOSE_CMD=docker-compose TF_ACC=1 go test -p 1 -count=1 -timeout 30m \
+SANDBOXER_COMPOSE_CMD=docker-compose TF_ACC=1 go test -p 1 -count=1 -timeout 45m \
 	-run 'TestAccSandbox_compose|TestAccSandbox_nonRoot|TestAccCheckpoint_tutorial|TestAccCheckpoint_volumes' -skip 'OnCluster' ./internal/provider/...
 
 echo "== the README's example, applied as written"
