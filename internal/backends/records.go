@@ -52,15 +52,9 @@ func allRecordFiles(h *hosts.Host) string {
 // readRecords reads every record of h as it is, with the resolved root
 // directory, in one command: a host view of its records alone.
 func readRecords(ctx context.Context, h *hosts.Host) (*hostView, error) {
-	reply, err := hosts.Ask(ctx, h, func(m hosts.Mark) string {
-		return recordsScript(m, h, allRecordFiles(h))
-	})
+	v, err := readRecordFiles(ctx, h, allRecordFiles(h))
 	if err != nil {
 		return nil, fmt.Errorf("unable to read the sandboxes of host %q: %w", h.Host(), err)
-	}
-	v, err := parseHostView(reply)
-	if err != nil {
-		return nil, fmt.Errorf("host %q, root directory %s: %w", h.Host(), h.RootDir, err)
 	}
 	return v, nil
 }
@@ -69,16 +63,26 @@ func readRecords(ctx context.Context, h *hosts.Host) (*hostView, error) {
 // root directory: a host view of that record alone (ErrNotFound when the
 // host has no such record).
 func readRecordData(ctx context.Context, h *hosts.Host, id string) (*hostView, error) {
-	reply, err := hosts.Ask(ctx, h, func(m hosts.Mark) string { return recordsScript(m, h, hosts.Quote(recordPath(h, id))) })
+	v, err := readRecordFiles(ctx, h, hosts.Quote(recordPath(h, id)))
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := v.records[id]; !ok {
+		return nil, ErrNotFound
+	}
+	return v, nil
+}
+
+// readRecordFiles reads the records among files (sh words) and the
+// resolved root directory in one command.
+func readRecordFiles(ctx context.Context, h *hosts.Host, files string) (*hostView, error) {
+	reply, err := hosts.Ask(ctx, h, func(m hosts.Mark) string { return recordsScript(m, h, files) })
 	if err != nil {
 		return nil, err
 	}
 	v, err := parseHostView(reply)
 	if err != nil {
 		return nil, fmt.Errorf("host %q, root directory %s: %w", h.Host(), h.RootDir, err)
-	}
-	if _, ok := v.records[id]; !ok {
-		return nil, ErrNotFound
 	}
 	return v, nil
 }

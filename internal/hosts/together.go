@@ -141,6 +141,7 @@ func runTogether(t Transport, scratch string, calls []*togetherCall) {
 		c := calls[i]
 		c.reply, c.err = reply, err
 		w.answered[i] = true
+		w.nAnswered++
 		logCommand(c.ctx, t.Host(), fmt.Sprintf("(%s, one of %d together)", c.what, len(calls)), start, c.err)
 		close(c.done)
 	}
@@ -155,14 +156,8 @@ func runTogether(t Transport, scratch string, calls []*togetherCall) {
 	defer w.mu.Unlock()
 	w.closed = true
 	err = cmp.Or(err, w.err)
-	n := 0
-	for _, a := range w.answered {
-		if a {
-			n++
-		}
-	}
-	if err == nil && n < len(calls) {
-		err = fmt.Errorf("the host answered %d of %d commands run together", n, len(calls))
+	if err == nil && w.nAnswered < len(calls) {
+		err = fmt.Errorf("the host answered %d of %d commands run together", w.nAnswered, len(calls))
 	}
 	for i, c := range calls {
 		if !w.answered[i] {
@@ -174,13 +169,14 @@ func runTogether(t Transport, scratch string, calls []*togetherCall) {
 // partsWriter reads a batch's answer as it comes: each command's part
 // (togetherScript) is handed to each once its end has arrived.
 type partsWriter struct {
-	outer    Mark
-	each     func(i int, p partAnswer)
-	mu       sync.Mutex
-	buf      []byte
-	answered []bool
-	err      error // the first part that could not be read
-	closed   bool
+	outer     Mark
+	each      func(i int, p partAnswer)
+	mu        sync.Mutex
+	buf       []byte
+	answered  []bool
+	nAnswered int
+	err       error // the first part that could not be read
+	closed    bool
 }
 
 func (w *partsWriter) Write(p []byte) (int, error) {
