@@ -4,7 +4,8 @@
 # non-root user in the docker group, a three-node swarm, a one-node
 # Kubernetes cluster), obtains Terraform, OpenTofu and docker
 # compose v2 (cached), then runs the unit and backend tests, the acceptance
-# tests once with each CLI (compose v2, the host's default), an upgrade from
+# tests once with each CLI (compose v2, the host's default; the two side by
+# side), an upgrade from
 # the newest release with each CLI (its state planned empty), the actions and
 # identities on a Terraform >= 1.14 built for them, the compose
 # tests again on compose v1, the README's example as written, `make install`
@@ -14,6 +15,15 @@
 # actionlint, the scripts' own lint and a short run of every fuzz target too.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+# section TITLE: starts a section, saying how long the one before took (the
+# run's time is where CI's limit is felt).
+section_start=$SECONDS
+section() {
+	echo "   ($((SECONDS - section_start)) s)"
+	section_start=$SECONDS
+	echo "== $*"
+}
 
 bash scripts/harness/install.sh
 env_file=$(bash scripts/harness/up.sh | tail -n1)
@@ -42,67 +52,98 @@ unset SANDBOXER_COMPOSE_CMD
 
 # golangci-lint (.golangci.yml) over every package.
 lint_pkgs=(./...)
-echo "== lint: golangci-lint ${lint_pkgs[*]}"
+section "lint: golangci-lint ${lint_pkgs[*]}"
 "$SANDBOXER_GOLANGCI_LINT" run "${lint_pkgs[@]}"
-echo "== lint: actionlint (.github/workflows)"
+section "lint: actionlint (.github/workflows)"
 "$SANDBOXER_ACTIONLINT"
-echo "== lint: scripts (scripts/lint-scripts.sh)"
+section "lint: scripts (scripts/lint-scripts.sh)"
 bash scripts/lint-scripts.sh
 
-echo "== unit and backend tests (compose: $(docker compose version --short))"
+section "unit and backend tests (compose: $(docker compose version --short))"
 go test -p 1 -count=1 ./...
 
-echo "== the transport and the per-host helper under the race detector"
+section "the transport and the per-host helper under the race detector"
 go test -race -count=1 ./internal/hosts/
 go test -race -count=1 -run 'Flight|Create' ./internal/backends/
 
-echo "== fuzz targets, briefly (seeded; scripts/fuzz.sh)"
+section "fuzz targets, briefly (seeded; scripts/fuzz.sh)"
 bash scripts/fuzz.sh
 
-echo "== acceptance tests with Terraform ($TF_ACC_TERRAFORM_PATH)"
-TF_ACC=1 go test -p 1 -count=1 -timeout 45m ./internal/provider/...
-
-echo "== acceptance tests with OpenTofu ($SANDBOXER_TOFU_PATH)"
-TF_ACC=1 TF_ACC_TERRAFORM_PATH="$SANDBOXER_TOFU_PATH" \
-	TF_ACC_PROVIDER_NAMESPACE=hashicorp TF_ACC_PROVIDER_HOST=registry.opentofu.org \
-	go test -p 1 -count=1 -timeout 45m ./internal/provider/...
-
-echo "== upgrade from the newest release in scripts/upgrade/releases, with Terraform and OpenTofu"
-bash scripts/test-upgrade.sh "$TF_ACC_TERRAFORM_PATH" "$SANDBOXER_TOFU_PATH"
+section "compose tests again on compose v1 ($(docker-compose version --short)): the backends"
+# A cluster runs no compose CLI: its tests ran above, once is enough. The
+# backends' tests edit the harness user's crontab whole: not beside the
+# acceptance tests below.
+# shellcheck disable=SC2046 # one package a word
+SANDBOXER_COMPOSE_CMD=docker-compose go test -p 1 -count=1 $(go list ./internal/backends/... | grep -v /composek8s)
 
 # The features only newer CLIs have (actions: Terraform >= 1.14; resource
 # identities: >= 1.12), on a Terraform built for them (natives.sh, cached).
 natives_out="$(bash scripts/harness/natives.sh)" || { echo "test-all.sh: ERROR: building Terraform for the native features failed (see above)" >&2; exit 1; }
 eval "$(printf '%s\n' "$natives_out" | sed 's/^/export /')"
-echo "== Terraform >= 1.14 features with $("$SANDBOXER_TERRAFORM_NATIVES" version | sed -n 1p)"
-TF_ACC=1 TF_ACC_TERRAFORM_PATH="$SANDBOXER_TERRAFORM_NATIVES" go test -p 1 -count=1 -timeout 15m \
-	-run 'TestAccActions|TestUnitActions|TestAccList|TestUnitIdentity|TestImportIdentity' ./internal/provider/...
 
-echo "== compose tests again on compose v1 ($(docker-compose version --short))"
-# A cluster runs no compose CLI: its tests ran above, once is enough.
-# shellcheck disable=SC2046 # one package a word
-SANDBOXER_COMPOSE_CMD=docker-compose go test -p 1 -count=1 $(go list ./internal/backends/... | grep -v /composek8s)
-SANDBOXER_COMPOSE_CMD=docker-compose TF_ACC=1 go test -p 1 -count=1 -timeout 45m \
-	-run 'TestAccSandbox_compose|TestAccSandbox_nonRoot|TestAccCheckpoint_tutorial|TestAccCheckpoint_volumes' -skip 'OnCluster' ./internal/provider/...
+# The acceptance tests, in two lanes at once: each test's checks concern
+# the sandboxes made under its own root directories, and the few that
+# concern the whole engine or swarm wait to run alone
+# (internal/testharness/turns.go). A lane's output is printed when it ends.
+lanes=$(mktemp -d)
+trap 'rm -rf -- "$lanes"' EXIT
+lane() {
+	local name=$1
+	shift
+	("$@") >"$lanes/$name.log" 2>&1 &
+	echo "$!" >"$lanes/$name.pid"
+}
+lane_terraform() {
+	echo "== acceptance tests with Terraform ($TF_ACC_TERRAFORM_PATH)"
+	TF_ACC=1 go test -p 1 -count=1 -timeout 45m ./internal/provider/...
+	echo "== Terraform >= 1.14 features with $("$SANDBOXER_TERRAFORM_NATIVES" version | sed -n 1p)"
+	TF_ACC=1 TF_ACC_TERRAFORM_PATH="$SANDBOXER_TERRAFORM_NATIVES" go test -p 1 -count=1 -timeout 15m \
+		-run 'TestAccActions|TestUnitActions|TestAccList|TestUnitIdentity|TestImportIdentity' ./internal/provider/...
+}
+lane_opentofu() {
+	echo "== acceptance tests with OpenTofu ($SANDBOXER_TOFU_PATH)"
+	TF_ACC=1 TF_ACC_TERRAFORM_PATH="$SANDBOXER_TOFU_PATH" \
+		TF_ACC_PROVIDER_NAMESPACE=hashicorp TF_ACC_PROVIDER_HOST=registry.opentofu.org \
+		go test -p 1 -count=1 -timeout 45m ./internal/provider/...
+	echo "== the compose acceptance tests again on compose v1 ($(docker-compose version --short))"
+	SANDBOXER_COMPOSE_CMD=docker-compose TF_ACC=1 go test -p 1 -count=1 -timeout 45m \
+		-run 'TestAccSandbox_compose|TestAccSandbox_nonRoot|TestAccCheckpoint_tutorial|TestAccCheckpoint_volumes' -skip 'OnCluster' ./internal/provider/...
+}
+section "acceptance tests: Terraform (then 1.16's features) beside OpenTofu (then compose v1)"
+lane terraform lane_terraform
+lane opentofu lane_opentofu
+failed=()
+for name in terraform opentofu; do
+	wait "$(cat "$lanes/$name.pid")" || failed+=("$name")
+	sed "s/^/[$name] /" "$lanes/$name.log"
+done
+if [ "${#failed[@]}" -gt 0 ]; then
+	echo "test-all.sh: ERROR: the acceptance lane(s) ${failed[*]} failed (see above)" >&2
+	exit 1
+fi
 
-echo "== the README's example, applied as written"
+section "upgrade from the newest release in scripts/upgrade/releases, with Terraform and OpenTofu"
+bash scripts/test-upgrade.sh "$TF_ACC_TERRAFORM_PATH" "$SANDBOXER_TOFU_PATH"
+
+section "the README's example, applied as written"
 TERRAFORM="$TF_ACC_TERRAFORM_PATH" bash scripts/test-readme.sh
 TERRAFORM="$SANDBOXER_TOFU_PATH" bash scripts/test-readme.sh
 
-echo "== make install, then init, a rebuild and init -upgrade with both CLIs"
+section "make install, then init, a rebuild and init -upgrade with both CLIs"
 bash scripts/test-install.sh
 
-echo "== a release (goreleaser snapshot, this platform) installed from a registry and a filesystem mirror with both CLIs"
+section "a release (goreleaser snapshot, this platform) installed from a registry and a filesystem mirror with both CLIs"
 bash scripts/test-release.sh
 
-echo "== the ci-sandbox module's own tests"
+section "the ci-sandbox module's own tests"
 bash scripts/test-module.sh "$TF_ACC_TERRAFORM_PATH"
 bash scripts/test-module.sh "$SANDBOXER_TOFU_PATH"
 
-echo "== a short fault soak (scripts/soak.sh; a fixed seed, so a failure replays)"
+section "a short fault soak (scripts/soak.sh; a fixed seed, so a failure replays)"
 TERRAFORM="$TF_ACC_TERRAFORM_PATH" bash scripts/soak.sh --minutes 2 --seed 20261128
 # It kills and restarts dockerd: what ran in the engine before is as the
 # soak's heal left it; the steps below need only the engine answering.
 
-echo "== generated docs are current"
+section "generated docs are current"
 TERRAFORM="$TF_ACC_TERRAFORM_PATH" bash scripts/check-generated.sh
+section "done in $SECONDS s"

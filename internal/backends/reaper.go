@@ -55,7 +55,8 @@ func InstallReaper(ctx context.Context, h *hosts.Host) error {
 	}
 	line := fmt.Sprintf("* * * * * sh %s >> %s 2>&1 %s", hosts.Quote(path), hosts.Quote(root+"/.sandboxer/reaper.log"), reaperMarker(root))
 	cron := fmt.Sprintf(`command -v crontab >/dev/null 2>&1 || exit 0
-{ crontab -l 2>/dev/null | %s; printf '%%s\n' %s; } | crontab -`, dropLineEndingWith(hosts.Quote(reaperMarker(root))), hosts.Quote(line))
+%s
+{ crontab -l 2>/dev/null | %s; printf '%%s\n' %s; } | crontab -`, crontabLock, dropLineEndingWith(hosts.Quote(reaperMarker(root))), hosts.Quote(line))
 	if err := h.Run(ctx, cron, nil, nil); err != nil {
 		return fmt.Errorf("unable to install the reaper's crontab entry on host %q: %w", h.Host(), err)
 	}
@@ -79,13 +80,21 @@ else
 	root=%[1]s
 fi
 command -v crontab >/dev/null 2>&1 || exit 0
+%[3]s
 crontab -l >/dev/null 2>&1 || exit 0
-crontab -l | %[2]s | crontab -`, root, dropLineEndingWith(`"`+reaperMarker("")+`$root"`))
+crontab -l | %[2]s | crontab -`, root, dropLineEndingWith(`"`+reaperMarker("")+`$root"`), crontabLock)
 	if err := h.Run(ctx, script, nil, nil); err != nil {
 		return fmt.Errorf("unable to remove the reaper from host %q: %w", h.Host(), err)
 	}
 	return nil
 }
+
+// crontabLock serialises the edits of the user's crontab: each reads the
+// whole table and writes it back, so two at once (two root directories of
+// one user, installed or removed by two applies) would lose a line. The
+// lock is the home directory's own flock (held on fd 9 until the command
+// ends), which creates nothing; a host without flock(1) edits unlocked.
+const crontabLock = `if command -v flock >/dev/null 2>&1 && [ -r "${HOME:-/}" ]; then exec 9<"${HOME:-/}"; flock 9 || exit 1; fi`
 
 // reaperMarker ends the crontab line of root's reaper.
 func reaperMarker(root string) string { return "# sandboxer-reaper " + root }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -109,6 +111,56 @@ func TestReaperOnAndOffInCrontab(t *testing.T) {
 	}
 	if tab = run("crontab -l"); strings.Contains(tab, "sandboxer-reaper") || !strings.Contains(tab, "echo unrelated") {
 		t.Fatalf("after removing the reaper of a deleted root directory, crontab:\n%s", tab)
+	}
+}
+
+// Reapers installed and removed at once, for root directories of one user
+// (two applies), keep every other root's line: the edits of the crontab
+// take turns.
+func TestReapersAtOnceKeepEveryLine(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	h := testharness.SSHHost(t)
+	saveCrontab(t, h)
+	roots := make([]*hosts.Host, 8)
+	for i := range roots {
+		roots[i] = &hosts.Host{Transport: h.Transport, RootDir: t.TempDir()}
+	}
+	atOnce := func(do func(context.Context, *hosts.Host) error) string {
+		t.Helper()
+		var wg sync.WaitGroup
+		for _, r := range roots {
+			wg.Go(func() {
+				if err := do(ctx, r); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		tab, err := hosts.Output(ctx, h, "crontab -l 2>/dev/null || true")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(tab)
+	}
+	tab := atOnce(backends.InstallReaper)
+	for _, r := range roots {
+		if !strings.Contains(tab, "# sandboxer-reaper "+r.RootDir+"\n") {
+			t.Fatalf("the line of %s is missing after %d installs at once; crontab:\n%s", r.RootDir, len(roots), tab)
+		}
+	}
+	// Half of them removed at once with the other half installed again.
+	half := roots[:len(roots)/2]
+	tab = atOnce(func(ctx context.Context, r *hosts.Host) error {
+		if slices.Contains(half, r) {
+			return backends.UninstallReaper(ctx, r)
+		}
+		return backends.InstallReaper(ctx, r)
+	})
+	for _, r := range roots {
+		if got, want := strings.Contains(tab, "# sandboxer-reaper "+r.RootDir+"\n"), !slices.Contains(half, r); got != want {
+			t.Fatalf("the line of %s is there: %v, want %v; crontab:\n%s", r.RootDir, got, want, tab)
+		}
 	}
 }
 

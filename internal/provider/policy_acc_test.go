@@ -45,7 +45,7 @@ func TestAccSandbox_composePolicyPlanAndApply(t *testing.T) {
 	testAccPreCheck(t)
 	testharness.RequireDocker(t)
 	tf := newDevCLI(t)
-	h := accHost{rootDir: t.TempDir(), before: composeObjectsNow(t)}
+	h := accHostAt(t, t.TempDir(), "", "")
 	repo := t.TempDir()
 	clean := fmt.Sprintf("services:\n  app:\n    image: %s\n    command: [\"sleep\", \"600\"]\n", testharness.Image(t))
 	write := func(compose string) {
@@ -102,7 +102,7 @@ resource "sandboxer_sandbox" "pr" {
 func TestAccSandbox_composeLimitsProtectNeighbours(t *testing.T) {
 	testAccPreCheck(t)
 	testharness.RequireDocker(t)
-	h := accHost{rootDir: t.TempDir(), before: composeObjectsNow(t)}
+	h := accHostAt(t, t.TempDir(), "", "")
 	image := testharness.Image(t)
 	// The hog and the bomb wait for /tmp/go, so the sandbox is ready first.
 	// The bomb forks sleepers until a fork fails (ash then exits), and its
@@ -208,7 +208,7 @@ resource "sandboxer_sandbox" "neighbour" {
 // plan stays empty.
 func TestAccSandbox_workspaceOnAPolicyHost(t *testing.T) {
 	testAccPreCheck(t)
-	h := accHost{rootDir: t.TempDir(), before: composeObjectsNow(t)}
+	h := accHostAt(t, t.TempDir(), "", "")
 	config := harnessHostWith(t, h.rootDir, `    policy = "baseline"`) + `
 resource "sandboxer_sandbox" "ws" {
   profile = "profile.workspace"

@@ -21,7 +21,8 @@ import (
 func TestAccPools_sshHosts(t *testing.T) {
 	testAccPreCheck(t)
 	h := newAccHost(t)
-	root3 := t.TempDir()
+	h3 := accHostAt(t, t.TempDir(), "", "")
+	root3 := h3.rootDir
 	repo := testharness.ComposeRepo(t, testharness.Image(t), "web")
 	// The three host blocks share one docker engine: each gets network
 	// addresses of its own, as hosts sharing an engine should.
@@ -86,7 +87,7 @@ resource "sandboxer_sandbox" "pooled" {
 			if err := h.checkNothingLeft(t)(s); err != nil {
 				return err
 			}
-			return (accHost{rootDir: root3, before: h.before}).checkNothingLeft(t)(s)
+			return h3.checkNothingLeft(t)(s)
 		},
 		Steps: []resource.TestStep{
 			{Config: config(0)},

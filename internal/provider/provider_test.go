@@ -3,17 +3,11 @@ package provider
 import (
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"slices"
-	"strings"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-framework/providerserver"
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
-	"github.com/hashicorp/terraform-plugin-testing/terraform"
 
-	"github.com/sand-boxer/terraform-provider-sandboxer/internal/backends"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/testharness"
 )
 
@@ -33,56 +27,31 @@ func testAccPreCheck(t *testing.T) {
 		t.Skip("acceptance test: set TF_ACC=1")
 	}
 	testharness.Env(t, "TF_ACC_TERRAFORM_PATH")
+	testharness.Share(t)
 }
 
 // accHost is a host the acceptance tests place sandboxes on, with its own
-// root directory so tests can ask the host what remains.
+// root directories so tests can ask the host what remains (leftovers).
 type accHost struct {
 	rootDir  string // of host "harness"
 	rootDir2 string // of host "harness2", the second sshd
 	localDir string // of host "local"
-	// before are the compose networks and volumes that existed when the
-	// test began: a network or volume left without any container is
-	// found only by being new.
-	before map[string]bool
+	// made are the sandboxes made under the root directories since the
+	// accHost was: what of the engine's is this test's.
+	made *madeUnder
 }
 
 func newAccHost(t *testing.T) accHost {
 	t.Helper()
-	return accHost{rootDir: t.TempDir(), rootDir2: t.TempDir(), localDir: t.TempDir(), before: composeObjectsNow(t)}
+	return accHostAt(t, t.TempDir(), t.TempDir(), t.TempDir())
 }
 
-// composeObjectsNow are the compose networks and volumes there are now
-// (accHost.before).
-func composeObjectsNow(t *testing.T) map[string]bool {
+// accHostAt is an accHost over existing root directories ("" for a host
+// the test does not use), watched from now on.
+func accHostAt(t *testing.T, root, root2, local string) accHost {
 	t.Helper()
-	before := map[string]bool{}
-	if _, err := exec.LookPath("docker"); err == nil {
-		for _, kind := range []string{"network", "volume"} {
-			for _, id := range composeObjects(t, kind) {
-				before[kind+" "+id] = true
-			}
-		}
-	}
-	return before
-}
-
-// composeObjects lists the docker networks or volumes of compose projects
-// named like a sandbox's (sbx-<id>). Docker not answering is an empty list.
-func composeObjects(t *testing.T, kind string) []string {
-	t.Helper()
-	out, err := exec.Command("docker", kind, "ls", "-q", "--filter", "label=com.docker.compose.project").Output()
-	if err != nil {
-		return nil
-	}
-	var ids []string
-	for _, id := range strings.Fields(string(out)) {
-		label, err := exec.Command("docker", kind, "inspect", "-f", `{{index .Labels "com.docker.compose.project"}}`, id).Output()
-		if err == nil && strings.HasPrefix(strings.TrimSpace(string(label)), "sbx-") {
-			ids = append(ids, id)
-		}
-	}
-	return ids
+	testharness.Share(t)
+	return accHost{rootDir: root, rootDir2: root2, localDir: local, made: watchRoots(t, root, root2, local)}
 }
 
 // providerConfig is a provider block with the harness sshd as host
@@ -121,72 +90,6 @@ provider "sandboxer" {
 		h.rootDir2, h.localDir)
 }
 
-// leftovers asks the host itself — the docker engine and the filesystem,
-// not Terraform state — what remains under the root directory: workspaces,
-// records, and containers, networks or volumes of compose projects whose
-// working directory lies under it.
-func (h accHost) leftovers(t *testing.T) []string {
-	t.Helper()
-	var left []string
-	var roots []string
-	for _, root := range []string{h.rootDir, h.rootDir2, h.localDir} {
-		// An accHost may leave a root unset (a test with one extra root
-		// directory): "" would be a prefix of every path on the host.
-		if root != "" {
-			roots = append(roots, root)
-		}
-	}
-	for _, root := range roots {
-		entries, _ := os.ReadDir(root)
-		for _, e := range entries {
-			if e.Name() != ".sandboxer" {
-				left = append(left, "workspace "+e.Name())
-			}
-		}
-		for _, pattern := range []string{"sandboxes/*", "store/snapshots/*", "store/objects/*/*"} {
-			found, _ := filepath.Glob(filepath.Join(root, ".sandboxer", pattern))
-			for _, f := range found {
-				left = append(left, strings.SplitN(pattern, "/", 2)[0]+" "+filepath.Base(f))
-			}
-		}
-	}
-	out, err := exec.Command("docker", "ps", "-a", "--format", `{{.Names}} {{.Label "com.docker.compose.project.working_dir"}}`).Output()
-	if err != nil {
-		t.Fatalf("docker ps: %v", err)
-	}
-	projects := map[string]bool{}
-	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		name, dir, _ := strings.Cut(line, " ")
-		if dir != "" && slices.ContainsFunc(roots, func(root string) bool { return strings.HasPrefix(dir, root+"/") }) {
-			left = append(left, "container "+name)
-			projects[filepath.Base(dir)] = true
-		}
-	}
-	// A network or volume of a sandbox's project: one of a project with a
-	// container under our roots, or one that is new since the test began
-	// (with no container left, nothing else ties it to this test; tests
-	// run one at a time).
-	for _, kind := range []string{"network", "volume"} {
-		for _, id := range composeObjects(t, kind) {
-			label, _ := exec.Command("docker", kind, "inspect", "-f", `{{index .Labels "com.docker.compose.project"}}`, id).Output()
-			if projects[strings.TrimPrefix(strings.TrimSpace(string(label)), "sbx-")] || !h.before[kind+" "+id] {
-				left = append(left, kind+" "+id)
-			}
-		}
-	}
-	return left
-}
-
-// checkNothingLeft is a CheckDestroy that asks the host.
-func (h accHost) checkNothingLeft(t *testing.T) func(*terraform.State) error {
-	return func(*terraform.State) error {
-		if left := h.leftovers(t); len(left) > 0 {
-			return fmt.Errorf("destroy left on the host: %s", strings.Join(left, ", "))
-		}
-		return nil
-	}
-}
-
 // privateSSHDConfig is a provider block whose one host, name, is an sshd
 // of the test's own (testharness.StartPrivateSSHD), its key pinned.
 func privateSSHDConfig(t *testing.T, sshd *testharness.PrivateSSHD, name, rootDir string) string {
@@ -203,22 +106,6 @@ provider "sandboxer" {
   }
 }
 `, name, sshd.Addr, testharness.Env(t, "SANDBOXER_TEST_SSH_USER"), testharness.Env(t, "SANDBOXER_TEST_SSH_KEY"), sshd.HostKey(), rootDir)
-}
-
-// leftovers finds a sandbox network left without any container: the
-// check every destroy test relies on cannot miss one.
-func TestLeftoversFindsAStrayNetwork(t *testing.T) {
-	testharness.RequireDocker(t)
-	h := newAccHost(t)
-	name := "sbx-stray" + backends.NewID()
-	if out, err := exec.Command("docker", "network", "create", "--label", "com.docker.compose.project="+name, name).CombinedOutput(); err != nil {
-		t.Fatalf("docker network create: %v %s", err, out)
-	}
-	t.Cleanup(func() { _ = exec.Command("docker", "network", "rm", name).Run() })
-	left := strings.Join(h.leftovers(t), ",")
-	if !strings.Contains(left, "network ") {
-		t.Fatalf("a stray sandbox network was not found: %q", left)
-	}
 }
 
 // must fails the test on err: for setup and fixture steps whose failure

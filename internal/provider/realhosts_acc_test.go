@@ -83,10 +83,14 @@ func newNonRoot(t *testing.T, u *user.User) nonRoot {
 	t.Helper()
 	uid, _ := strconv.Atoi(u.Uid)
 	gid, _ := strconv.Atoi(u.Gid)
+	// Made here, the user's, so that it is watched from the start
+	// (accHostAt); the provider's `mkdir -p` of it finds it there.
 	root := filepath.Join(u.HomeDir, "sandboxes-"+filepath.Base(t.TempDir()))
 	t.Cleanup(func() { _ = os.RemoveAll(root) })
+	must(t, os.Mkdir(root, 0o700))
+	must(t, os.Chown(root, uid, gid))
 	return nonRoot{
-		acc: accHost{rootDir: root, rootDir2: t.TempDir(), localDir: t.TempDir(), before: composeObjectsNow(t)},
+		acc: accHostAt(t, root, t.TempDir(), t.TempDir()),
 		provider: fmt.Sprintf(`
 provider "sandboxer" {
   host {

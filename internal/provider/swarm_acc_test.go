@@ -187,6 +187,7 @@ func nodesRunning(t *testing.T, sw *testharness.Swarm, service string) (int, err
 // and restored in place, and nothing left on any node after destroy.
 func TestAccSwarm_stack(t *testing.T) {
 	testAccPreCheck(t)
+	testharness.Alone(t) // it stops a node of the swarm the other tests share
 	sw := testharness.StartedSwarm(t)
 	managerID, err := sw.Docker(1, "info", "--format", "{{.Swarm.NodeID}}")
 	must(t, err)

@@ -316,7 +316,7 @@ func TestAccTunnel_forwardingRefused(t *testing.T) {
 	testharness.RequireDocker(t)
 	sshd := testharness.StartPrivateSSHD(t, "AllowTcpForwarding no")
 	root := t.TempDir()
-	h := accHost{rootDir: root, before: composeObjectsNow(t)}
+	h := accHostAt(t, root, "", "")
 	config := privateSSHDConfig(t, sshd, "nofwd", root) + fmt.Sprintf(`
 resource "sandboxer_sandbox" "web" {
   profile = "profile.compose-e2e"

@@ -26,16 +26,21 @@ var loadOnce sync.Once
 // load reads the harness env files into the process environment for any
 // variable not already set, so `go test` works without sourcing it.
 func load() {
-	dir := os.Getenv("SANDBOXER_HARNESS_DIR")
-	if dir == "" {
-		home, _ := os.UserHomeDir()
-		dir = filepath.Join(home, ".cache", "sandboxer-harness")
-	}
+	dir := harnessDir()
 	// env is up.sh's; swarm_env and cluster/env, when there, swarm.sh's
 	// and cluster.sh's.
 	for _, name := range []string{"env", "swarm_env", filepath.Join("cluster", "env")} {
 		loadFile(filepath.Join(dir, name))
 	}
+}
+
+// harnessDir is where up.sh keeps the harness's files.
+func harnessDir() string {
+	if dir := os.Getenv("SANDBOXER_HARNESS_DIR"); dir != "" {
+		return dir
+	}
+	home, _ := os.UserHomeDir()
+	return filepath.Join(home, ".cache", "sandboxer-harness")
 }
 
 func loadFile(path string) {

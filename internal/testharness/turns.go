@@ -1,0 +1,112 @@
+package testharness
+
+import (
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"testing"
+)
+
+// Test processes share the harness (scripts/test-all.sh runs the
+// acceptance tests with Terraform and with OpenTofu at once). Each test
+// holds the harness shared (Share) for its run; a test whose checks or
+// faults concern the whole engine or swarm (counting every network of a
+// pool, stopping a swarm node) holds it alone (Alone), waiting for the
+// other processes' tests to end and holding theirs back meanwhile.
+//
+// Two flock(2) locks in the harness directory: the harness lock, and a
+// turnstile taken on the way in, which a test waiting to be alone keeps
+// so that new shared holders cannot starve it.
+var turns struct {
+	sync.Mutex
+	harness, turnstile *os.File
+	holder             *testing.T
+	alone              bool
+}
+
+func openTurns(t *testing.T) {
+	t.Helper()
+	if turns.harness != nil {
+		return
+	}
+	dir := harnessDir()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatalf("harness directory: %v", err)
+	}
+	for _, f := range []struct {
+		name string
+		file **os.File
+	}{{"harness.lock", &turns.harness}, {"turnstile.lock", &turns.turnstile}} {
+		file, err := os.OpenFile(filepath.Join(dir, f.name), os.O_RDWR|os.O_CREATE, 0o644)
+		if err != nil {
+			t.Fatalf("harness lock: %v", err)
+		}
+		*f.file = file
+	}
+}
+
+func flock(t *testing.T, f *os.File, how int) {
+	t.Helper()
+	for {
+		err := syscall.Flock(int(f.Fd()), how)
+		if err != syscall.EINTR {
+			if err != nil {
+				t.Fatalf("flock %s: %v", f.Name(), err)
+			}
+			return
+		}
+	}
+}
+
+// Share holds the harness shared until the test ends; while this process
+// holds it (again in the test, or in a subtest) it does nothing.
+func Share(t *testing.T) {
+	t.Helper()
+	turns.Lock()
+	defer turns.Unlock()
+	if turns.holder != nil {
+		return
+	}
+	openTurns(t)
+	flock(t, turns.turnstile, syscall.LOCK_EX)
+	flock(t, turns.harness, syscall.LOCK_SH)
+	flock(t, turns.turnstile, syscall.LOCK_UN)
+	hold(t)
+}
+
+// Alone holds the harness alone until the test ends: no other test
+// process's test runs meanwhile.
+func Alone(t *testing.T) {
+	t.Helper()
+	turns.Lock()
+	defer turns.Unlock()
+	if turns.alone {
+		return
+	}
+	openTurns(t)
+	// Shared first (testAccPreCheck): let go before queueing, or two
+	// processes each waiting to be alone would wait on each other.
+	flock(t, turns.harness, syscall.LOCK_UN)
+	flock(t, turns.turnstile, syscall.LOCK_EX)
+	flock(t, turns.harness, syscall.LOCK_EX)
+	turns.alone = true
+	hold(t)
+}
+
+// hold lets go of the harness when the test that took it ends.
+func hold(t *testing.T) {
+	if turns.holder != nil {
+		return
+	}
+	turns.holder = t
+	t.Cleanup(func() {
+		turns.Lock()
+		defer turns.Unlock()
+		flock(t, turns.harness, syscall.LOCK_UN)
+		if turns.alone {
+			flock(t, turns.turnstile, syscall.LOCK_UN)
+		}
+		turns.holder, turns.alone = nil, false
+	})
+}
