@@ -40,6 +40,7 @@ type Extension struct {
 	NetworkOperations map[string]int
 
 	detections backends.Flight[string, []string]       // host name -> compose argv
+	toCache    sync.Map                                // host name -> a detection for the host to keep (cacheDetectionScript)
 	listings   backends.Flight[string, []netip.Prefix] // host name -> subnets in use there, as last listed
 	choosing   sync.Mutex                              // held while a create chooses subnets (claim)
 	chosen     map[string][]netip.Prefix               // host name -> subnets this process chose there
@@ -256,6 +257,7 @@ func (e *Extension) up(ctx context.Context, req backends.Request, sb *backends.S
 			var work string
 			work, outcome = pending.Take(m)
 			script += work
+			script += e.cacheDetectionScript(req.Host)
 			if res != nil {
 				script += res.script(m)
 			}

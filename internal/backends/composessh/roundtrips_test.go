@@ -131,7 +131,7 @@ func TestCreateAndDestroyUnderARelativeRoot(t *testing.T) {
 	if left := leftovers(t, sb.ComposeProject); left != "" {
 		t.Errorf("the destroy left: %s", left)
 	}
-	out, err := hosts.Output(ctx(t), h, "cd -- "+hosts.Quote(rel)+" && find . -mindepth 1 ! -path ./.sandboxer ! -path ./.sandboxer/sandboxes ! -path './.sandboxer/networks*' ! -path './.sandboxer/netops*' -print; "+
+	out, err := hosts.Output(ctx(t), h, "cd -- "+hosts.Quote(rel)+" && find . -mindepth 1 ! -path ./.sandboxer ! -path ./.sandboxer/sandboxes ! -path './.sandboxer/networks*' ! -path './.sandboxer/netops*' ! -path ./.sandboxer/compose-command -print; "+
 		"find .sandboxer/networks -type f -name "+hosts.Quote("*"+sb.ID+"*")+" -print 2>/dev/null; true")
 	if err != nil || len(out) > 0 {
 		t.Errorf("under the root after the destroy: %q (%v); want nothing of the sandbox", out, err)
