@@ -69,22 +69,16 @@ go test -race -count=1 -run 'Flight|Create' ./internal/backends/
 section "fuzz targets, briefly (seeded; scripts/fuzz.sh)"
 bash scripts/fuzz.sh
 
-section "compose tests again on compose v1 ($(docker-compose version --short)): the backends"
-# A cluster runs no compose CLI: its tests ran above, once is enough. The
-# backends' tests edit the harness user's crontab whole: not beside the
-# acceptance tests below.
-# shellcheck disable=SC2046 # one package a word
-SANDBOXER_COMPOSE_CMD=docker-compose go test -p 1 -count=1 $(go list ./internal/backends/... | grep -v /composek8s)
-
 # The features only newer CLIs have (actions: Terraform >= 1.14; resource
 # identities: >= 1.12), on a Terraform built for them (natives.sh, cached).
 natives_out="$(bash scripts/harness/natives.sh)" || { echo "test-all.sh: ERROR: building Terraform for the native features failed (see above)" >&2; exit 1; }
 eval "$(printf '%s\n' "$natives_out" | sed 's/^/export /')"
 
-# The acceptance tests, in two lanes at once: each test's checks concern
-# the sandboxes made under its own root directories, and the few that
-# concern the whole engine or swarm wait to run alone
-# (internal/testharness/turns.go). A lane's output is printed when it ends.
+# The acceptance tests, in two lanes at once, and the backends' tests on
+# compose v1 after Terraform's: each test's checks concern the sandboxes
+# made under its own root directories, and the few that concern the whole
+# engine, swarm or crontab wait to run alone (internal/testharness/turns.go).
+# A lane's output is printed when it ends.
 lanes=$(mktemp -d)
 trap 'rm -rf -- "$lanes"' EXIT
 lane() {
@@ -99,6 +93,10 @@ lane_terraform() {
 	echo "== Terraform >= 1.14 features with $("$SANDBOXER_TERRAFORM_NATIVES" version | sed -n 1p)"
 	TF_ACC=1 TF_ACC_TERRAFORM_PATH="$SANDBOXER_TERRAFORM_NATIVES" go test -p 1 -count=1 -timeout 15m \
 		-run 'TestAccActions|TestUnitActions|TestAccList|TestUnitIdentity|TestImportIdentity' ./internal/provider/...
+	echo "== the backends' tests again on compose v1 ($(docker-compose version --short))"
+	# A cluster runs no compose CLI: its tests ran above, once is enough.
+	# shellcheck disable=SC2046 # one package a word
+	SANDBOXER_COMPOSE_CMD=docker-compose go test -p 1 -count=1 $(go list ./internal/backends/... | grep -v /composek8s)
 }
 lane_opentofu() {
 	echo "== acceptance tests with OpenTofu ($SANDBOXER_TOFU_PATH)"
@@ -109,7 +107,7 @@ lane_opentofu() {
 	SANDBOXER_COMPOSE_CMD=docker-compose TF_ACC=1 go test -p 1 -count=1 -timeout 45m \
 		-run 'TestAccSandbox_compose|TestAccSandbox_nonRoot|TestAccCheckpoint_tutorial|TestAccCheckpoint_volumes' -skip 'OnCluster' ./internal/provider/...
 }
-section "acceptance tests: Terraform (then 1.16's features) beside OpenTofu (then compose v1)"
+section "acceptance tests: Terraform (then 1.16's features, then the backends on compose v1) beside OpenTofu (then compose v1)"
 lane terraform lane_terraform
 lane opentofu lane_opentofu
 failed=()

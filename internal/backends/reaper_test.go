@@ -21,6 +21,7 @@ import (
 // created; reaper = false removes exactly those, leaving every other line
 // (another root directory's reaper, whose path starts with this one's, too).
 func TestReaperOnAndOffInCrontab(t *testing.T) {
+	testharness.Alone(t) // it replaces the harness user's whole crontab meanwhile
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	h := testharness.SSHHost(t)
@@ -168,6 +169,9 @@ func TestReapersAtOnceKeepEveryLine(t *testing.T) {
 // when the test ends.
 func saveCrontab(t *testing.T, h *hosts.Host) {
 	t.Helper()
+	// Putting it back would drop the lines another test process
+	// (the acceptance tests) wrote meanwhile.
+	testharness.Alone(t)
 	out, err := hosts.Output(context.Background(), h, "crontab -l 2>/dev/null || true")
 	if err != nil {
 		t.Fatal(err)

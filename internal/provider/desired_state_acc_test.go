@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -17,6 +18,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/backends"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/testharness"
 )
 
@@ -215,6 +217,13 @@ func TestAccSandbox_composeExpiryStops(t *testing.T) {
 	repo := testharness.ComposeRepo(t, testharness.Image(t), "worker")
 	provider := strings.Replace(h.providerConfig(t), `    root_dir         = "`+h.rootDir+`"`, `    root_dir         = "`+h.rootDir+`"
     reaper           = true`, 1)
+	host := testharness.SSHHost(t)
+	host.RootDir = h.rootDir
+	t.Cleanup(func() {
+		// The destroy leaves the reaper (a setting of the host); its
+		// crontab line would outlive the root directory.
+		_ = backends.UninstallReaper(context.Background(), host) // best effort: the test is over
+	})
 	config := func(ttl string) string {
 		return provider + fmt.Sprintf(`
 resource "sandboxer_sandbox" "s" {

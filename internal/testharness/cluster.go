@@ -20,6 +20,7 @@ type Cluster struct {
 // StartedCluster connects to the harness cluster.
 func StartedCluster(t testing.TB) *Cluster {
 	t.Helper()
+	Share(t)
 	c, err := clusters.Connect(clusters.Config{Name: "harness", KubeconfigFile: Env(t, "SANDBOXER_TEST_KUBECONFIG")})
 	if err != nil {
 		t.Fatal(err)

@@ -31,6 +31,7 @@ type Swarm struct {
 // test when swarm.sh has not stood it up.
 func StartedSwarm(t testing.TB) *Swarm {
 	t.Helper()
+	Share(t)
 	s := &Swarm{t: t, stopped: map[int]bool{},
 		SSHAddr:    Env(t, "SANDBOXER_TEST_SWARM_SSH_ADDR"),
 		KnownHosts: Env(t, "SANDBOXER_TEST_SWARM_KNOWN_HOSTS"),

@@ -101,6 +101,7 @@ func SSHConfig(t testing.TB, name string, second bool) hosts.SSHConfig {
 // SSHHost returns a Host on the harness sshd with a fresh root directory.
 func SSHHost(t testing.TB) *hosts.Host {
 	t.Helper()
+	Share(t)
 	tr, err := hosts.NewSSH(SSHConfig(t, "harness", false))
 	if err != nil {
 		t.Fatal(err)
@@ -112,12 +113,14 @@ func SSHHost(t testing.TB) *hosts.Host {
 // LocalHost returns a Host on this machine with a fresh root directory.
 func LocalHost(t testing.TB) *hosts.Host {
 	t.Helper()
+	Share(t)
 	return &hosts.Host{Transport: &hosts.Local{Name: "local"}, RootDir: t.TempDir(), Local: true}
 }
 
 // RequireDocker skips (or fails under CI) when no docker engine answers.
 func RequireDocker(t testing.TB) {
 	t.Helper()
+	Share(t)
 	Env(t, "SANDBOXER_TEST_IMAGE")
 }
 
@@ -211,6 +214,7 @@ const WithoutSFTP = "# no Subsystem"
 // sshd_config lines may be given.
 func StartPrivateSSHD(t testing.TB, extra ...string) *PrivateSSHD {
 	t.Helper()
+	Share(t)
 	key := Env(t, "SANDBOXER_TEST_SSH_KEY")
 	state := filepath.Dir(key)
 	if _, err := os.Stat("/usr/sbin/sshd"); err != nil {

@@ -9,10 +9,12 @@ import (
 )
 
 // Test processes share the harness (scripts/test-all.sh runs the
-// acceptance tests with Terraform and with OpenTofu at once). Each test
-// holds the harness shared (Share) for its run; a test whose checks or
-// faults concern the whole engine or swarm (counting every network of a
-// pool, stopping a swarm node) holds it alone (Alone), waiting for the
+// acceptance tests with Terraform and with OpenTofu at once, and the
+// backends' tests beside them). Each test holds the harness shared (Share:
+// the helpers that hand out its hosts, engine, swarm and cluster take it)
+// for its run; a test whose checks or faults concern the whole engine,
+// swarm or crontab (counting every network of a pool, stopping a swarm
+// node, putting the crontab back) holds it alone (Alone), waiting for the
 // other processes' tests to end and holding theirs back meanwhile.
 //
 // Two flock(2) locks in the harness directory: the harness lock, and a
@@ -21,11 +23,11 @@ import (
 var turns struct {
 	sync.Mutex
 	harness, turnstile *os.File
-	holder             *testing.T
+	holder             testing.TB
 	alone              bool
 }
 
-func openTurns(t *testing.T) {
+func openTurns(t testing.TB) {
 	t.Helper()
 	if turns.harness != nil {
 		return
@@ -46,7 +48,7 @@ func openTurns(t *testing.T) {
 	}
 }
 
-func flock(t *testing.T, f *os.File, how int) {
+func flock(t testing.TB, f *os.File, how int) {
 	t.Helper()
 	for {
 		err := syscall.Flock(int(f.Fd()), how)
@@ -61,7 +63,7 @@ func flock(t *testing.T, f *os.File, how int) {
 
 // Share holds the harness shared until the test ends; while this process
 // holds it (again in the test, or in a subtest) it does nothing.
-func Share(t *testing.T) {
+func Share(t testing.TB) {
 	t.Helper()
 	turns.Lock()
 	defer turns.Unlock()
@@ -77,7 +79,7 @@ func Share(t *testing.T) {
 
 // Alone holds the harness alone until the test ends: no other test
 // process's test runs meanwhile.
-func Alone(t *testing.T) {
+func Alone(t testing.TB) {
 	t.Helper()
 	turns.Lock()
 	defer turns.Unlock()
@@ -95,7 +97,7 @@ func Alone(t *testing.T) {
 }
 
 // hold lets go of the harness when the test that took it ends.
-func hold(t *testing.T) {
+func hold(t testing.TB) {
 	if turns.holder != nil {
 		return
 	}
