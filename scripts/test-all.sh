@@ -82,9 +82,12 @@ eval "$(printf '%s\n' "$natives_out" | sed 's/^/export /')"
 lanes=$(mktemp -d)
 trap 'rm -rf -- "$lanes"' EXIT
 lane() {
-	local name=$1
+	local name=$1 start=$SECONDS
 	shift
-	("$@") >"$lanes/$name.log" 2>&1 &
+	(
+		"$@"
+		echo "   ($name: $((SECONDS - start)) s)"
+	) >"$lanes/$name.log" 2>&1 &
 	echo "$!" >"$lanes/$name.pid"
 }
 lane_terraform() {
