@@ -60,7 +60,10 @@ section "lint: scripts (scripts/lint-scripts.sh)"
 bash scripts/lint-scripts.sh
 
 section "unit and backend tests (compose: $(docker compose version --short))"
-go test -p 1 -count=1 ./...
+# The provider package's tests, its unit tests too, run in both acceptance
+# lanes below.
+# shellcheck disable=SC2046 # one package a word
+go test -p 1 -count=1 $(go list ./... | grep -v '/internal/provider$')
 
 section "the transport and the per-host helper under the race detector"
 go test -race -count=1 ./internal/hosts/
@@ -97,9 +100,10 @@ lane_terraform() {
 	TF_ACC=1 TF_ACC_TERRAFORM_PATH="$SANDBOXER_TERRAFORM_NATIVES" go test -p 1 -count=1 -timeout 15m \
 		-run 'TestAccActions|TestUnitActions|TestAccList|TestUnitIdentity|TestImportIdentity' ./internal/provider/...
 	echo "== the backends' tests again on compose v1 ($(docker-compose version --short))"
-	# A cluster runs no compose CLI: its tests ran above, once is enough.
+	# A cluster or a swarm runs no compose CLI: their tests ran above, once
+	# is enough.
 	# shellcheck disable=SC2046 # one package a word
-	SANDBOXER_COMPOSE_CMD=docker-compose go test -p 1 -count=1 $(go list ./internal/backends/... | grep -v /composek8s)
+	SANDBOXER_COMPOSE_CMD=docker-compose go test -p 1 -count=1 $(go list ./internal/backends/... | grep -v '/composek8s$\|/swarm$')
 }
 lane_opentofu() {
 	echo "== acceptance tests with OpenTofu ($SANDBOXER_TOFU_PATH)"

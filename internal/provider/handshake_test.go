@@ -24,12 +24,7 @@ func TestAccApplySixComposeSandboxesHandshakes(t *testing.T) {
 	testharness.RequireDocker(t)
 	h := newAccHost(t)
 
-	pluginDir := t.TempDir()
-	build := exec.Command("go", "build", "-o", filepath.Join(pluginDir, "terraform-provider-sandboxer"), ".")
-	build.Dir = filepath.Join("..", "..")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	pluginDir := builtProvider(t)
 	cliConfig := filepath.Join(t.TempDir(), "cli.tfrc")
 	if err := os.WriteFile(cliConfig, []byte(fmt.Sprintf(`provider_installation {
   dev_overrides {

@@ -74,18 +74,20 @@ func (m *madeUnder) seen(t *testing.T) map[string]bool {
 }
 
 // composeObjects lists the docker networks or volumes of compose projects
-// named like a sandbox's (sbx-<id>), with the id of each. Docker not
-// answering is an empty list.
+// named like a sandbox's (sbx-<id>), with the id of each: one listing,
+// however many there are. Docker not answering is an empty list.
 func composeObjects(t *testing.T, kind string) map[string]string {
 	t.Helper()
-	out, err := exec.Command("docker", kind, "ls", "-q", "--filter", "label=com.docker.compose.project").Output()
+	name := map[string]string{"network": "{{.ID}}", "volume": "{{.Name}}"}[kind]
+	out, err := exec.Command("docker", kind, "ls", "--filter", "label=com.docker.compose.project",
+		"--format", name+` {{.Label "com.docker.compose.project"}}`).Output()
 	if err != nil {
 		return nil
 	}
 	ids := map[string]string{}
-	for _, obj := range strings.Fields(string(out)) {
-		label, err := exec.Command("docker", kind, "inspect", "-f", `{{index .Labels "com.docker.compose.project"}}`, obj).Output()
-		if id, ok := strings.CutPrefix(strings.TrimSpace(string(label)), "sbx-"); err == nil && ok {
+	for line := range strings.Lines(string(out)) {
+		obj, project, _ := strings.Cut(strings.TrimSpace(line), " ")
+		if id, ok := strings.CutPrefix(project, "sbx-"); ok {
 			ids[obj] = id
 		}
 	}

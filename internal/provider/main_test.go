@@ -11,5 +11,9 @@ import (
 // as the provider binary does in production.
 func TestMain(m *testing.M) {
 	agent.RunIfRequested()
-	os.Exit(m.Run())
+	code := m.Run()
+	if built.dir != "" {
+		_ = os.RemoveAll(built.dir) // best effort: a temporary directory
+	}
+	os.Exit(code)
 }
