@@ -30,7 +30,8 @@ var built struct {
 func builtProvider(t *testing.T) string {
 	t.Helper()
 	built.once.Do(func() {
-		if built.dir, built.err = os.MkdirTemp("", "sandboxer-provider-"); built.err != nil {
+		// Not t.TempDir: it outlives the test that builds it (TestMain removes it).
+		if built.dir, built.err = os.MkdirTemp("", "sandboxer-provider-"); built.err != nil { //nolint:usetesting // see above
 			return
 		}
 		build := exec.Command("go", "build", "-o", filepath.Join(built.dir, "terraform-provider-sandboxer"), ".")
@@ -161,4 +162,3 @@ func (r *running) kill(t *testing.T) {
 		return errors.Is(syscall.Kill(-pgid, 0), syscall.ESRCH)
 	})
 }
-
