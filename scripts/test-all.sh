@@ -78,7 +78,7 @@ natives_out="$(bash scripts/harness/natives.sh)" || { echo "test-all.sh: ERROR: 
 eval "$(printf '%s\n' "$natives_out" | sed 's/^/export /')"
 
 # The acceptance tests, in two lanes at once, and the backends' tests on
-# compose v1 after Terraform's: each test's checks concern the sandboxes
+# compose v1 after OpenTofu's: each test's checks concern the sandboxes
 # made under its own root directories, and the few that concern the whole
 # engine, swarm or crontab wait to run alone (internal/testharness/turns.go).
 # A lane's output is printed when it ends.
@@ -99,22 +99,28 @@ lane_terraform() {
 	echo "== Terraform >= 1.14 features with $("$SANDBOXER_TERRAFORM_NATIVES" version | sed -n 1p)"
 	TF_ACC=1 TF_ACC_TERRAFORM_PATH="$SANDBOXER_TERRAFORM_NATIVES" go test -p 1 -count=1 -timeout 15m \
 		-run 'TestAccActions|TestUnitActions|TestAccList|TestUnitIdentity|TestImportIdentity' ./internal/provider/...
+}
+# The tests whose subject is the host and not what the CLI does with the
+# provider's answers run in Terraform's lane only: an engine under load or
+# restarted, the kernel's limits, a swarm's and a cluster's scheduling, the
+# host inventory (ADR 0013). Every test of the resources' lifecycle, plans,
+# imports and failures part-way runs with both CLIs.
+host_only='TestAccSandbox_fortyComposeSandboxes|TestAccSandbox_dockerdRestartedMidApply|TestAccSandbox_composeLimitsProtectNeighbours|TestAccSwarm_|TestAccSandbox_composeOnCluster|TestAccSandbox_poolMixesHostsAndClusters|TestAccInventory_'
+lane_opentofu() {
+	echo "== acceptance tests with OpenTofu ($SANDBOXER_TOFU_PATH), but the host's own: $host_only"
+	TF_ACC=1 TF_ACC_TERRAFORM_PATH="$SANDBOXER_TOFU_PATH" \
+		TF_ACC_PROVIDER_NAMESPACE=hashicorp TF_ACC_PROVIDER_HOST=registry.opentofu.org \
+		go test -p 1 -count=1 -timeout 45m -skip "$host_only" ./internal/provider/...
+	echo "== the compose acceptance tests again on compose v1 ($(docker-compose version --short))"
+	SANDBOXER_COMPOSE_CMD=docker-compose TF_ACC=1 go test -p 1 -count=1 -timeout 45m \
+		-run 'TestAccSandbox_compose|TestAccSandbox_nonRoot|TestAccCheckpoint_tutorial|TestAccCheckpoint_volumes' -skip 'OnCluster' ./internal/provider/...
 	echo "== the backends' tests again on compose v1 ($(docker-compose version --short))"
 	# A cluster or a swarm runs no compose CLI: their tests ran above, once
 	# is enough.
 	# shellcheck disable=SC2046 # one package a word
 	SANDBOXER_COMPOSE_CMD=docker-compose go test -p 1 -count=1 $(go list ./internal/backends/... | grep -v '/composek8s$\|/swarm$')
 }
-lane_opentofu() {
-	echo "== acceptance tests with OpenTofu ($SANDBOXER_TOFU_PATH)"
-	TF_ACC=1 TF_ACC_TERRAFORM_PATH="$SANDBOXER_TOFU_PATH" \
-		TF_ACC_PROVIDER_NAMESPACE=hashicorp TF_ACC_PROVIDER_HOST=registry.opentofu.org \
-		go test -p 1 -count=1 -timeout 45m ./internal/provider/...
-	echo "== the compose acceptance tests again on compose v1 ($(docker-compose version --short))"
-	SANDBOXER_COMPOSE_CMD=docker-compose TF_ACC=1 go test -p 1 -count=1 -timeout 45m \
-		-run 'TestAccSandbox_compose|TestAccSandbox_nonRoot|TestAccCheckpoint_tutorial|TestAccCheckpoint_volumes' -skip 'OnCluster' ./internal/provider/...
-}
-section "acceptance tests: Terraform (then 1.16's features, then the backends on compose v1) beside OpenTofu (then compose v1)"
+section "acceptance tests: Terraform (then 1.16's features) beside OpenTofu (then compose v1, acceptance and backends)"
 lane terraform lane_terraform
 lane opentofu lane_opentofu
 failed=()
