@@ -4,8 +4,8 @@
 # non-root user in the docker group, a three-node swarm, a one-node
 # Kubernetes cluster), obtains Terraform, OpenTofu and docker
 # compose v2 (cached), then runs the unit and backend tests, the acceptance
-# tests once with each CLI (compose v2, the host's default; the two side by
-# side), an upgrade from
+# tests once with each CLI (compose v2, the host's default; the host's own
+# tests with Terraform only), an upgrade from
 # the newest release with each CLI (its state planned empty), the actions and
 # identities on a Terraform >= 1.14 built for them, the compose
 # tests again on compose v1, the README's example as written, `make install`
@@ -61,7 +61,7 @@ bash scripts/lint-scripts.sh
 
 section "unit and backend tests (compose: $(docker compose version --short))"
 # The provider package's tests, its unit tests too, run in both acceptance
-# lanes below.
+# passes below.
 # shellcheck disable=SC2046 # one package a word
 go test -p 1 -count=1 $(go list ./... | grep -v '/internal/provider$')
 
@@ -72,69 +72,38 @@ go test -race -count=1 -run 'Flight|Create' ./internal/backends/
 section "fuzz targets, briefly (seeded; scripts/fuzz.sh)"
 bash scripts/fuzz.sh
 
-# The features only newer CLIs have (actions: Terraform >= 1.14; resource
-# identities: >= 1.12), on a Terraform built for them (natives.sh, cached).
-natives_out="$(bash scripts/harness/natives.sh)" || { echo "test-all.sh: ERROR: building Terraform for the native features failed (see above)" >&2; exit 1; }
-eval "$(printf '%s\n' "$natives_out" | sed 's/^/export /')"
+section "acceptance tests with Terraform ($TF_ACC_TERRAFORM_PATH)"
+TF_ACC=1 go test -p 1 -count=1 -timeout 45m ./internal/provider/...
 
-# The acceptance tests, in two lanes at once, and the backends' tests on
-# compose v1 after OpenTofu's: each test's checks concern the sandboxes
-# made under its own root directories, and the few that concern the whole
-# engine, swarm or crontab wait to run alone (internal/testharness/turns.go).
-# A lane's output is printed when it ends.
-lanes=$(mktemp -d)
-trap 'rm -rf -- "$lanes"' EXIT
-lane() {
-	local name=$1 start=$SECONDS
-	shift
-	(
-		"$@"
-		echo "   ($name: $((SECONDS - start)) s)"
-	) >"$lanes/$name.log" 2>&1 &
-	echo "$!" >"$lanes/$name.pid"
-}
-lane_terraform() {
-	echo "== acceptance tests with Terraform ($TF_ACC_TERRAFORM_PATH)"
-	TF_ACC=1 go test -p 1 -count=1 -timeout 45m ./internal/provider/...
-	echo "== Terraform >= 1.14 features with $("$SANDBOXER_TERRAFORM_NATIVES" version | sed -n 1p)"
-	TF_ACC=1 TF_ACC_TERRAFORM_PATH="$SANDBOXER_TERRAFORM_NATIVES" go test -p 1 -count=1 -timeout 15m \
-		-run 'TestAccActions|TestUnitActions|TestAccList|TestUnitIdentity|TestImportIdentity' ./internal/provider/...
-}
 # The tests whose subject is the host and not what the CLI does with the
-# provider's answers run in Terraform's lane only: an engine under load or
+# provider's answers run with Terraform only: an engine under load or
 # restarted, the kernel's limits, a swarm's and a cluster's scheduling, the
 # host inventory (ADR 0013). Every test of the resources' lifecycle, plans,
 # imports and failures part-way runs with both CLIs.
 host_only='TestAccSandbox_fortyComposeSandboxes|TestAccSandbox_dockerdRestartedMidApply|TestAccSandbox_composeLimitsProtectNeighbours|TestAccSwarm_|TestAccSandbox_composeOnCluster|TestAccSandbox_poolMixesHostsAndClusters|TestAccInventory_'
-lane_opentofu() {
-	echo "== acceptance tests with OpenTofu ($SANDBOXER_TOFU_PATH), but the host's own: $host_only"
-	TF_ACC=1 TF_ACC_TERRAFORM_PATH="$SANDBOXER_TOFU_PATH" \
-		TF_ACC_PROVIDER_NAMESPACE=hashicorp TF_ACC_PROVIDER_HOST=registry.opentofu.org \
-		go test -p 1 -count=1 -timeout 45m -skip "$host_only" ./internal/provider/...
-	echo "== the compose acceptance tests again on compose v1 ($(docker-compose version --short))"
-	SANDBOXER_COMPOSE_CMD=docker-compose TF_ACC=1 go test -p 1 -count=1 -timeout 45m \
-		-run 'TestAccSandbox_compose|TestAccSandbox_nonRoot|TestAccCheckpoint_tutorial|TestAccCheckpoint_volumes' -skip 'OnCluster' ./internal/provider/...
-	echo "== the backends' tests again on compose v1 ($(docker-compose version --short))"
-	# A cluster or a swarm runs no compose CLI: their tests ran above, once
-	# is enough.
-	# shellcheck disable=SC2046 # one package a word
-	SANDBOXER_COMPOSE_CMD=docker-compose go test -p 1 -count=1 $(go list ./internal/backends/... | grep -v '/composek8s$\|/swarm$')
-}
-section "acceptance tests: Terraform (then 1.16's features) beside OpenTofu (then compose v1, acceptance and backends)"
-lane terraform lane_terraform
-lane opentofu lane_opentofu
-failed=()
-for name in terraform opentofu; do
-	wait "$(cat "$lanes/$name.pid")" || failed+=("$name")
-	sed "s/^/[$name] /" "$lanes/$name.log"
-done
-if [ "${#failed[@]}" -gt 0 ]; then
-	echo "test-all.sh: ERROR: the acceptance lane(s) ${failed[*]} failed (see above)" >&2
-	exit 1
-fi
+section "acceptance tests with OpenTofu ($SANDBOXER_TOFU_PATH), but the host's own: $host_only"
+TF_ACC=1 TF_ACC_TERRAFORM_PATH="$SANDBOXER_TOFU_PATH" \
+	TF_ACC_PROVIDER_NAMESPACE=hashicorp TF_ACC_PROVIDER_HOST=registry.opentofu.org \
+	go test -p 1 -count=1 -timeout 45m -skip "$host_only" ./internal/provider/...
 
 section "upgrade from the newest release in scripts/upgrade/releases, with Terraform and OpenTofu"
 bash scripts/test-upgrade.sh "$TF_ACC_TERRAFORM_PATH" "$SANDBOXER_TOFU_PATH"
+
+# The features only newer CLIs have (actions: Terraform >= 1.14; resource
+# identities: >= 1.12), on a Terraform built for them (natives.sh, cached).
+natives_out="$(bash scripts/harness/natives.sh)" || { echo "test-all.sh: ERROR: building Terraform for the native features failed (see above)" >&2; exit 1; }
+eval "$(printf '%s\n' "$natives_out" | sed 's/^/export /')"
+section "Terraform >= 1.14 features with $("$SANDBOXER_TERRAFORM_NATIVES" version | sed -n 1p)"
+TF_ACC=1 TF_ACC_TERRAFORM_PATH="$SANDBOXER_TERRAFORM_NATIVES" go test -p 1 -count=1 -timeout 15m \
+	-run 'TestAccActions|TestUnitActions|TestAccList|TestUnitIdentity|TestImportIdentity' ./internal/provider/...
+
+section "compose tests again on compose v1 ($(docker-compose version --short))"
+# A cluster or a swarm runs no compose CLI: their tests ran above, once is
+# enough.
+# shellcheck disable=SC2046 # one package a word
+SANDBOXER_COMPOSE_CMD=docker-compose go test -p 1 -count=1 $(go list ./internal/backends/... | grep -v '/composek8s$\|/swarm$')
+SANDBOXER_COMPOSE_CMD=docker-compose TF_ACC=1 go test -p 1 -count=1 -timeout 45m \
+	-run 'TestAccSandbox_compose|TestAccSandbox_nonRoot|TestAccCheckpoint_tutorial|TestAccCheckpoint_volumes' -skip 'OnCluster' ./internal/provider/...
 
 section "the README's example, applied as written"
 TERRAFORM="$TF_ACC_TERRAFORM_PATH" bash scripts/test-readme.sh

@@ -423,6 +423,7 @@ list "sandboxer_sandbox" "k8s" {
 // max_sandboxes holds at plan time.
 func TestAccSandbox_poolMixesHostsAndClusters(t *testing.T) {
 	testAccPreCheck(t)
+	testharness.Alone(t) // the cluster's capacity counts every sandbox on it
 	c := testharness.StartedCluster(t)
 	h := newAccHost(t)
 	repo := t.TempDir()

@@ -22,8 +22,7 @@ import (
 // under them. A compose sandbox's workspace, <root>/<id>, exists before
 // anything of it reaches the engine, so a network or volume of project
 // sbx-<id> is this test's exactly when <id> appeared under one of its
-// roots; one of another test process (the other CLI's pass, running beside
-// this one) never does.
+// roots; one of another test process sharing the harness never does.
 type madeUnder struct {
 	fd  int
 	ids map[string]bool

@@ -84,10 +84,11 @@ func newNonRoot(t *testing.T, u *user.User) nonRoot {
 	uid, _ := strconv.Atoi(u.Uid)
 	gid, _ := strconv.Atoi(u.Gid)
 	// Made here, the user's, so that it is watched from the start
-	// (accHostAt); the provider's `mkdir -p` of it finds it there.
-	root := filepath.Join(u.HomeDir, "sandboxes-"+filepath.Base(t.TempDir()))
+	// (accHostAt); the provider's `mkdir -p` of it finds it there. Named
+	// apart from another test process's sharing the harness.
+	root, err := os.MkdirTemp(u.HomeDir, "sandboxes-") //nolint:usetesting // under the user's home, not the temporary directory
+	must(t, err)
 	t.Cleanup(func() { _ = os.RemoveAll(root) })
-	must(t, os.Mkdir(root, 0o700))
 	must(t, os.Chown(root, uid, gid))
 	return nonRoot{
 		acc: accHostAt(t, root, t.TempDir(), t.TempDir()),

@@ -8,14 +8,14 @@ import (
 	"testing"
 )
 
-// Test processes share the harness (scripts/test-all.sh runs the
-// acceptance tests with Terraform and with OpenTofu at once, and the
-// backends' tests beside them). Each test holds the harness shared (Share:
-// the helpers that hand out its hosts, engine, swarm and cluster take it)
-// for its run; a test whose checks or faults concern the whole engine,
-// swarm or crontab (counting every network of a pool, stopping a swarm
-// node, putting the crontab back) holds it alone (Alone), waiting for the
-// other processes' tests to end and holding theirs back meanwhile.
+// Test processes may share the harness (two suites at once, or a
+// developer's run beside CI's; ADR 0013). Each test holds the harness
+// shared (Share: the helpers that hand out its hosts, engine, swarm and
+// cluster take it) for its run; a test whose checks or faults concern the
+// whole engine, swarm, cluster or crontab (counting every network of a
+// pool or every sandbox of the cluster, stopping a swarm node, putting the
+// crontab back) holds it alone (Alone), waiting for the other processes'
+// tests to end and holding theirs back meanwhile.
 //
 // Two flock(2) locks in the harness directory: the harness lock, and a
 // turnstile taken on the way in, which a test waiting to be alone keeps
