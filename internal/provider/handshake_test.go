@@ -3,8 +3,6 @@ package provider
 import (
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -20,26 +18,14 @@ func TestAccApplySixComposeSandboxesHandshakes(t *testing.T) {
 	if os.Getenv("TF_ACC") == "" {
 		t.Skip("acceptance test: set TF_ACC=1")
 	}
-	cli := testharness.Env(t, "TF_ACC_TERRAFORM_PATH")
 	testharness.RequireDocker(t)
 	h := newAccHost(t)
 
-	pluginDir := builtProvider(t)
-	cliConfig := filepath.Join(t.TempDir(), "cli.tfrc")
-	if err := os.WriteFile(cliConfig, []byte(fmt.Sprintf(`provider_installation {
-  dev_overrides {
-    "sand-boxer/sandboxer" = %q
-  }
-  direct {}
-}
-`, pluginDir)), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	cli := newDevCLI(t)
 
 	repo := testharness.ComposeRepo(t, testharness.Image(t), "app")
 	// An sshd of its own: the count is this test's handshakes only.
 	sshd := testharness.StartPrivateSSHD(t)
-	work := t.TempDir()
 	config := `terraform {
   required_providers {
     sandboxer = { source = "sand-boxer/sandboxer" }
@@ -53,17 +39,10 @@ resource "sandboxer_sandbox" "six" {
   inputs  = { repo = %q }
 }
 `, repo)
-	if err := os.WriteFile(filepath.Join(work, "main.tf"), []byte(config), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	work := cli.dir(config)
 	tf := func(args ...string) {
 		t.Helper()
-		cmd := exec.Command(cli, append(args, "-no-color")...)
-		cmd.Dir = work
-		cmd.Env = append(os.Environ(), "TF_CLI_CONFIG_FILE="+cliConfig, "TF_IN_AUTOMATION=1", "TF_ACC=", "TF_LOG=")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("%s %s: %v\n%s", filepath.Base(cli), strings.Join(args, " "), err, out)
-		}
+		cli.run(work, args...)
 	}
 	t.Cleanup(func() {
 		tf("destroy", "-auto-approve")
