@@ -36,16 +36,40 @@ func WorkspaceDir(ctx context.Context, h *hosts.Host, base, name string) (string
 		resolvedBases.Invalidate(ctx, func(k resolvedKey) bool { return k.h.Value() == nil })
 	}
 	dir, err := resolvedBases.Do(ctx, key, func(ctx context.Context) (string, error) {
-		out, err := hosts.Output(ctx, h, fmt.Sprintf("mkdir -p -- %[1]s && cd -- %[1]s && pwd -P", hosts.Quote(base)))
+		out, err := hosts.Output(ctx, h, BaseScript(base))
 		if err != nil {
 			return "", fmt.Errorf("unable to create the directory %s for workspaces: %w", base, err)
 		}
-		return strings.TrimSuffix(strings.TrimSpace(string(out)), "/"), nil
+		return resolvedBase(out), nil
 	})
 	if err != nil {
 		return "", err
 	}
 	return dir + "/" + name, nil
+}
+
+// BaseScript creates base if missing and prints it as the host resolves it:
+// WorkspaceDir's command, for an extension to ask within one of its own
+// (KeepBase).
+func BaseScript(base string) string {
+	return fmt.Sprintf("mkdir -p -- %[1]s && cd -- %[1]s && pwd -P", hosts.Quote(base))
+}
+
+func resolvedBase(out []byte) string { return strings.TrimSuffix(strings.TrimSpace(string(out)), "/") }
+
+// BaseKnown reports whether WorkspaceDir has base of h resolved already
+// (or is at it).
+func BaseKnown(ctx context.Context, h *hosts.Host, base string) bool {
+	_, ok, err := resolvedBases.Peek(ctx, resolvedKey{weak.Make(h), base})
+	return ok && err == nil
+}
+
+// KeepBase keeps out, what BaseScript(base) printed on h within another
+// command, as WorkspaceDir's answer for base.
+func KeepBase(ctx context.Context, h *hosts.Host, base string, out []byte) {
+	_, _ = resolvedBases.Do(ctx, resolvedKey{weak.Make(h), base}, func(context.Context) (string, error) { // never fails
+		return resolvedBase(out), nil
+	})
 }
 
 // resolvedBases are the base directories as their hosts resolved them

@@ -42,6 +42,7 @@ type Extension struct {
 	detections backends.Flight[string, []string]       // host name -> compose argv
 	toCache    sync.Map                                // host name -> a detection for the host to keep (cacheDetectionScript)
 	listings   backends.Flight[string, []netip.Prefix] // host name -> subnets in use there, as last listed
+	looks      backends.Flight[string, struct{}]       // host name -> its first look (firstLook), done
 	choosing   sync.Mutex                              // held while a create chooses subnets (claim)
 	chosen     map[string][]netip.Prefix               // host name -> subnets this process chose there
 	// firstStatus holds, by sandbox id, the status output read by the
@@ -57,6 +58,7 @@ func New(composeCommand string) *Extension {
 		NetworkOperations: map[string]int{},
 		detections:        backends.Flight[string, []string]{What: "compose command detection", Keep: backends.Forever},
 		listings:          backends.Flight[string, []netip.Prefix]{What: "listing of the subnets in use", Keep: backends.Forever},
+		looks:             backends.Flight[string, struct{}]{What: "first look at the host", Keep: backends.Forever},
 		chosen:            map[string][]netip.Prefix{}}
 }
 
@@ -165,6 +167,7 @@ func (e *Extension) Prepare(ctx context.Context, req backends.Request) (*backend
 			return nil, nil, err
 		}
 	}
+	e.firstLook(ctx, req.Host, fromSnapshot || len(st.networks) > 0)
 	compose, err := e.compose(ctx, req.Host)
 	if err != nil {
 		return nil, nil, err

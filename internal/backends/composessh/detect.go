@@ -44,17 +44,24 @@ func (e *Extension) compose(ctx context.Context, h *hosts.Host) ([]string, error
 		if err != nil {
 			return nil, err
 		}
-		if reply.Result == noComposeCommand {
-			return nil, fmt.Errorf("host %q has no compose command (tried docker compose, docker-compose, podman-compose): set compose_command or SANDBOXER_COMPOSE_CMD", h.Host())
-		}
-		argv := strings.Fields(string(reply.Head))
-		for _, s := range reply.Sections {
-			if s.Kind == detectedKey {
-				e.toCache.Store(h.Host(), strings.TrimRight(string(s.Body), "\n")+"\n"+strings.Join(argv, " ")+"\n")
-			}
-		}
-		return argv, nil
+		return e.detected(h, reply)
 	})
+}
+
+// detected reads detectionScript's answer: the compose command, a
+// detection for the host to keep (cacheDetectionScript) when it was not
+// the cache's.
+func (e *Extension) detected(h *hosts.Host, reply hosts.Reply) ([]string, error) {
+	if reply.Result == noComposeCommand {
+		return nil, fmt.Errorf("host %q has no compose command (tried docker compose, docker-compose, podman-compose): set compose_command or SANDBOXER_COMPOSE_CMD", h.Host())
+	}
+	argv := strings.Fields(string(reply.Head))
+	for _, s := range reply.Sections {
+		if s.Kind == detectedKey {
+			e.toCache.Store(h.Host(), strings.TrimRight(string(s.Body), "\n")+"\n"+strings.Join(argv, " ")+"\n")
+		}
+	}
+	return argv, nil
 }
 
 // detectionCache is where a host keeps its last detection: the key lines
@@ -63,8 +70,8 @@ func detectionCache(h *hosts.Host) string { return h.Path(".sandboxer", "compose
 
 // detectionScript prints the compose command: the cache's when its key is
 // the files' as they are now, else detected, followed by the key
-// (detectedKey) for the next create to keep. It writes nothing: a plan's
-// reads may detect too (ADR 0002).
+// (detectedKey) for the next create to keep; $_c holds it after. It writes
+// nothing: a plan's reads may detect too (ADR 0002).
 func detectionScript(m hosts.Mark, h *hosts.Host) string {
 	dirs := `"${DOCKER_CONFIG:-$HOME/.docker}/cli-plugins"`
 	for _, d := range composePluginDirs {
@@ -85,8 +92,8 @@ done
 echo "$_c"
 ` + m.Section(detectedKey, "") + `
 printf '%s\n' "$_sbx_k"
-elif command -v docker-compose >/dev/null 2>&1; then echo docker-compose
-elif command -v podman-compose >/dev/null 2>&1; then echo podman-compose
+elif command -v docker-compose >/dev/null 2>&1; then _c=docker-compose; echo "$_c"
+elif command -v podman-compose >/dev/null 2>&1; then _c=podman-compose; echo "$_c"
 else ` + m.Result(noComposeCommand) + "; fi"
 }
 

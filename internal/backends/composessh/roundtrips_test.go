@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -105,6 +106,51 @@ func TestCreateAndDestroyAreTwoCommandsEach(t *testing.T) {
 	}
 	if _, _, err := reg.Get(ctx(t), h, sb.ID); err != backends.ErrNotFound {
 		t.Errorf("the record after the destroy: %v, want none", err)
+	}
+}
+
+// A provider process's first create asks the host once before its
+// `compose up`: the compose command (detected, unless set), the root
+// directory as the host resolves it and the subnets in use, in one command
+// (firstLook). The create is then three commands: that look, the one that
+// brings the stack up, and the ready record.
+func TestFirstCreateOfAProcessLooksOnce(t *testing.T) {
+	testharness.RequireDocker(t)
+	tr, h := countedHost(t)
+	reg := backends.NewRegistry(composessh.New(os.Getenv("SANDBOXER_COMPOSE_CMD")))
+	sb, err := reg.Create(ctx(t), backends.Request{ID: backends.NewID(), Profile: profile(t), Host: h,
+		Inputs: map[string]string{"repo": testharness.ComposeRepo(t, testharness.Image(t), "web", "worker")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = reg.Destroy(context.Background(), h, sb.ID) })
+	if got := tr.n.Load(); got != 3 {
+		t.Errorf("a process's first create took %d host commands, want 3", got)
+	}
+	if len(sb.ComposeCommand) == 0 {
+		t.Errorf("the record names no compose command")
+	}
+	if _, st, err := reg.Get(ctx(t), h, sb.ID); err != nil || st.State != backends.StatusReady {
+		t.Errorf("the sandbox after its create: %+v, %v; want it ready", st, err)
+	}
+}
+
+// A first look that cannot resolve the root directory leaves it to the
+// resolution's own command, whose diagnostic names the directory; nothing
+// is made.
+func TestFirstLookLeavesAFailureToItsOwnCall(t *testing.T) {
+	testharness.RequireDocker(t)
+	base := testharness.SSHHost(t)
+	file := base.RootDir + "/a-file"
+	if err := base.Run(ctx(t), "mkdir -p -- "+hosts.Quote(base.RootDir)+" && : > "+hosts.Quote(file), nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	h := &hosts.Host{Transport: base.Transport, RootDir: file + "/root"}
+	reg := backends.NewRegistry(composessh.New(os.Getenv("SANDBOXER_COMPOSE_CMD")))
+	_, err := reg.Create(ctx(t), backends.Request{ID: backends.NewID(), Profile: profile(t), Host: h,
+		Inputs: map[string]string{"repo": testharness.ComposeRepo(t, testharness.Image(t), "web")}})
+	if err == nil || !strings.Contains(err.Error(), "unable to create the directory "+file+"/root for workspaces") {
+		t.Fatalf("a create under a root below a file: %v; want the root's diagnostic", err)
 	}
 }
 
