@@ -31,10 +31,7 @@ import (
 // one apply share it): where a root directory leads does not change while
 // an apply runs, and a base removed meanwhile fails the workspace's mkdir.
 func WorkspaceDir(ctx context.Context, h *hosts.Host, base, name string) (string, error) {
-	key := resolvedKey{weak.Make(h), base}
-	if _, ok, _ := resolvedBases.Peek(ctx, key); !ok {
-		resolvedBases.Invalidate(ctx, func(k resolvedKey) bool { return k.h.Value() == nil })
-	}
+	key := baseKey(ctx, h, base)
 	dir, err := resolvedBases.Do(ctx, key, func(ctx context.Context) (string, error) {
 		out, err := hosts.Output(ctx, h, BaseScript(base))
 		if err != nil {
@@ -67,9 +64,19 @@ func BaseKnown(ctx context.Context, h *hosts.Host, base string) bool {
 // KeepBase keeps out, what BaseScript(base) printed on h within another
 // command, as WorkspaceDir's answer for base.
 func KeepBase(ctx context.Context, h *hosts.Host, base string, out []byte) {
-	_, _ = resolvedBases.Do(ctx, resolvedKey{weak.Make(h), base}, func(context.Context) (string, error) { // never fails
+	_, _ = resolvedBases.Do(ctx, baseKey(ctx, h, base), func(context.Context) (string, error) { // never fails
 		return resolvedBase(out), nil
 	})
+}
+
+// baseKey is base's key for h; a new resolution first drops the entries
+// of hosts no longer configured.
+func baseKey(ctx context.Context, h *hosts.Host, base string) resolvedKey {
+	key := resolvedKey{weak.Make(h), base}
+	if _, ok, _ := resolvedBases.Peek(ctx, key); !ok {
+		resolvedBases.Invalidate(ctx, func(k resolvedKey) bool { return k.h.Value() == nil })
+	}
+	return key
 }
 
 // resolvedBases are the base directories as their hosts resolved them

@@ -167,7 +167,7 @@ func (e *Extension) Prepare(ctx context.Context, req backends.Request) (*backend
 			return nil, nil, err
 		}
 	}
-	e.firstLook(ctx, req.Host, fromSnapshot || len(st.networks) > 0)
+	e.firstLook(ctx, req.Host, !fromSnapshot && len(st.networks) > 0)
 	compose, err := e.compose(ctx, req.Host)
 	if err != nil {
 		return nil, nil, err

@@ -27,8 +27,9 @@ const (
 
 // firstLook asks h what a create needs and this process does not know
 // yet, in one command, when that is more than one thing; networks says the
-// stack has networks to address. Only a create calls it: the root's
-// resolution makes the root directory.
+// subnets in use are wanted before anything else (a restore lists them in
+// the background while its volumes fill: prefetch). Only a create calls
+// it: the root's resolution makes the root directory.
 func (e *Extension) firstLook(ctx context.Context, h *hosts.Host, networks bool) {
 	_, _ = e.looks.Do(ctx, h.Host(), func(ctx context.Context) (struct{}, error) {
 		compose, detect := strings.Fields(e.ComposeCommand), false
@@ -59,8 +60,10 @@ func (e *Extension) firstLook(ctx context.Context, h *hosts.Host, networks bool)
 			}
 		}
 		if detect {
-			argv, err := e.detected(h, reply)
-			_, _ = e.detections.Do(ctx, h.Host(), func(context.Context) ([]string, error) { return argv, err })
+			// No compose command is compose()'s to report: it asks again.
+			if argv, err := e.detected(h, reply); err == nil {
+				_, _ = e.detections.Do(ctx, h.Host(), func(context.Context) ([]string, error) { return argv, nil })
+			}
 		}
 		return struct{}{}, nil
 	})
