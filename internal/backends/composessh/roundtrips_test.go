@@ -136,8 +136,7 @@ func TestFirstCreateOfAProcessLooksOnce(t *testing.T) {
 }
 
 // A first look that cannot resolve the root directory leaves it to the
-// resolution's own command, whose diagnostic names the directory; nothing
-// is made.
+// resolution's own command, whose diagnostic names the directory.
 func TestFirstLookLeavesAFailureToItsOwnCall(t *testing.T) {
 	testharness.RequireDocker(t)
 	base := testharness.SSHHost(t)
