@@ -311,7 +311,8 @@ func (p *SandboxerProvider) Schema(_ context.Context, _ provider.SchemaRequest, 
 		MarkdownDescription: fmt.Sprintf("Most operations that create or remove a compose sandbox's networks (its `compose up`, "+
 			"its `compose down`) going on at once on this host under its `root_dir`, across Terraform runs; the others wait "+
 			"their turn, within their timeouts. The engine changes networks one at a time behind locks of its own, so more at "+
-			"once only wait there, and a large destroy can wedge it. Waiting for the services to be ready holds none. "+
+			"once only wait there, and a large destroy can wedge it. Waiting for the services to be ready, and a destroy's stop "+
+			"of the running containers, hold none. "+
 			"Default %d.", composessh.DefaultNetworkOperations)}
 	hostAttrs["publish_address"] = schema.StringAttribute{Optional: true,
 		Validators: []validator.String{ipAddress()},

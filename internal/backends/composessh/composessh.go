@@ -267,7 +267,7 @@ func (e *Extension) up(ctx context.Context, req backends.Request, sb *backends.S
 			if rendered != nil {
 				script += writeRenderedScript(sb, rendered)
 			}
-			return script + e.slotted(req.Host, sb.ID, inWorkspace(sb, compose, "up", "-d", "--remove-orphans")) +
+			return script + e.slotted(req.Host, inWorkspace(sb, compose, "up", "-d", "--remove-orphans")) +
 				settleThenStatus(ctx, m, sb, compose)
 		})
 		if err = outcome(reply, err); errors.Is(err, backends.ErrWorkspaceExists) {
@@ -290,7 +290,7 @@ func (e *Extension) up(ctx context.Context, req backends.Request, sb *backends.S
 		if !errors.As(err, &ce) || !strings.Contains(ce.Stderr, "Pool overlaps") || attempt == 5 {
 			return fmt.Errorf("compose up failed: %w", err)
 		}
-		if derr := req.Host.Run(ctx, e.slotted(req.Host, sb.ID, inWorkspace(sb, compose, "down", "--remove-orphans", "--timeout", "5"))+
+		if derr := req.Host.Run(ctx, e.slotted(req.Host, inWorkspace(sb, compose, "down", "--remove-orphans", "--timeout", "5"))+
 			"rm -f -- "+hosts.Quote(overrideFor(sb)), nil, nil); derr != nil {
 			return fmt.Errorf("compose up failed: %w; undoing it to choose other subnets failed: %v", err, derr)
 		}
@@ -479,7 +479,7 @@ func (e *Extension) Start(ctx context.Context, h *hosts.Host, sb *backends.Sandb
 	// `up` makes the networks again when something removed them: it
 	// holds one of the host's network slots.
 	err := e.withCompose(ctx, h, sb, func(compose []string) error {
-		return h.Run(ctx, e.slotted(h, sb.ID, inWorkspace(sb, compose, "up", "-d", "--remove-orphans")), nil, nil)
+		return h.Run(ctx, e.slotted(h, inWorkspace(sb, compose, "up", "-d", "--remove-orphans")), nil, nil)
 	})
 	if err != nil {
 		return fmt.Errorf("unable to start sandbox %s: %w", sb.ID, err)

@@ -1,11 +1,14 @@
 package composessh
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/hosts"
 )
@@ -34,20 +37,20 @@ func TestNetworkSlotsCapAHost(t *testing.T) {
 		}
 		holding[i] = make(chan error, 1)
 		go func() {
-			holding[i] <- capped.Run(t.Context(), e.slotted(capped, id, "echo taken >"+hosts.Quote(taken)+"; read _ <"+hosts.Quote(release)), nil, nil)
+			holding[i] <- capped.Run(t.Context(), e.slotted(capped, "echo taken >"+hosts.Quote(taken)+"; read _ <"+hosts.Quote(release)), nil, nil)
 		}()
 		if _, err := os.ReadFile(taken); err != nil { // blocks until the holder has its slot
 			t.Fatal(err)
 		}
 	}
 
-	third := "timeout 1 sh -c " + hosts.Quote(e.slotted(capped, "cccccccccccc", "true"))
+	third := "timeout 1 sh -c " + hosts.Quote(e.slotted(capped, "true"))
 	var ce *hosts.CommandError
 	if err := capped.Run(t.Context(), third, nil, nil); !errors.As(err, &ce) || ce.ExitCode != 124 {
 		t.Fatalf("a third operation on a host capped at 2, both slots held: %v (want it still waiting after a second: timeout's 124)", err)
 	}
 	// The first slot of another root is free: it is another file.
-	if err := other.Run(t.Context(), "timeout 5 sh -c "+hosts.Quote(e.takeSlot(other, "dddddddddddd")+`[ "$_sbx_i" -eq 0 ]`), nil, nil); err != nil {
+	if err := other.Run(t.Context(), "timeout 5 sh -c "+hosts.Quote(e.takeSlot(other)+`[ "$_sbx_i" -eq 0 ]`), nil, nil); err != nil {
 		t.Fatalf("another root's first slot: %v", err)
 	}
 
@@ -57,13 +60,73 @@ func TestNetworkSlotsCapAHost(t *testing.T) {
 	if err := <-holding[0]; err != nil {
 		t.Fatal(err)
 	}
-	if err := capped.Run(t.Context(), "timeout 5 sh -c "+hosts.Quote(e.slotted(capped, "cccccccccccc", "true")), nil, nil); err != nil {
+	if err := capped.Run(t.Context(), "timeout 5 sh -c "+hosts.Quote(e.slotted(capped, "true")), nil, nil); err != nil {
 		t.Fatalf("a slot given back was not taken: %v", err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "bbbbbbbbbbbb.release"), []byte("go\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-holding[1]; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A command waiting for a slot takes whichever is given back first: with
+// both slots of a host held, two commands wait (the first of them in the
+// line, looking); once the second holder gives its slot back, both run
+// through it, one after the other, while the first holder keeps its own.
+func TestAWaiterTakesWhicheverSlotIsGivenBackFirst(t *testing.T) {
+	e := New("")
+	e.NetworkOperations["capped"] = 2
+	capped := &hosts.Host{Transport: &hosts.Local{Name: "capped"}, RootDir: t.TempDir(), Local: true}
+	dir := t.TempDir()
+
+	holding := make([]chan error, 2)
+	for i := range holding {
+		taken, release := filepath.Join(dir, fmt.Sprint(i, ".taken")), filepath.Join(dir, fmt.Sprint(i, ".release"))
+		for _, f := range []string{taken, release} {
+			if err := syscall.Mkfifo(f, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		holding[i] = make(chan error, 1)
+		go func() {
+			holding[i] <- capped.Run(t.Context(), e.slotted(capped, "echo taken >"+hosts.Quote(taken)+"; read _ <"+hosts.Quote(release)), nil, nil)
+		}()
+		if _, err := os.ReadFile(taken); err != nil { // blocks until the holder has its slot
+			t.Fatal(err)
+		}
+	}
+
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	waiting := make(chan error, 2)
+	for range 2 {
+		go func() { waiting <- capped.Run(ctx, e.slotted(capped, "true"), nil, nil) }()
+	}
+	// The line is held once a waiter looks at the slots in turn.
+	line := hosts.Quote(capped.Path(append(slotsDir, "line")...))
+	for capped.Run(ctx, "[ -e "+line+" ] && ! flock -n "+line+" true", nil, nil) != nil {
+		if ctx.Err() != nil {
+			t.Fatal("no command waited in line for a slot")
+		}
+	}
+
+	if err := os.WriteFile(filepath.Join(dir, "1.release"), []byte("go\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-holding[1]; err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := <-waiting; err != nil {
+			t.Fatalf("a waiter did not take the slot given back while the other was held: %v", err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "0.release"), []byte("go\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-holding[0]; err != nil {
 		t.Fatal(err)
 	}
 }
