@@ -131,7 +131,8 @@
 # size, default 8G, sparse), SANDBOXER_BENCH_SETTLE (seconds the checkpoint
 # and volume rows wait after the last cleanup of a run of this benchmark,
 # default 0 on the journalled disk, 360 on root: see "Deletions and this
-# disk" in docs/benchmarks.md), SANDBOXER_BENCH_RTTS,
+# disk" in docs/benchmarks.md), SANDBOXER_BENCH_NETWORK_OPS (the bench host's
+# max_network_operations; default the provider's), SANDBOXER_BENCH_RTTS,
 # SANDBOXER_BENCH_PEER and SANDBOXER_BENCH_TOXIPROXY_PORT (the network rows:
 # scripts/lib/bench-network.sh). Needs the harness: scripts/harness/install.sh (restic
 # comes from it) and up.sh, as root.
@@ -238,6 +239,7 @@ work() { # $1 = name of a scratch copy of scripts/bench/apply/$2
 }
 common=(-var "address=127.0.0.1:$PORT" -var "user=$BENCH_USER" -var "private_key_file=$SANDBOXER_TEST_SSH_KEY"
 	-var "known_hosts_file=$state/known_hosts" -var "root_dir=$root" -var "repo=$repo" -var "compose_command=$PROVIDER_COMPOSE")
+if [ -n "${SANDBOXER_BENCH_NETWORK_OPS:-}" ]; then common+=(-var "max_network_operations=$SANDBOXER_BENCH_NETWORK_OPS"); fi
 re_vars=(-var "host=127.0.0.1" -var "port=$PORT" -var "user=$BENCH_USER" -var "private_key_file=$SANDBOXER_TEST_SSH_KEY"
 	-var "root_dir=$root" -var "repo=$repo" -var "compose_command=$COMPOSE")
 ssh_vars=(-var "address=127.0.0.1:$PORT" -var "user=$BENCH_USER" -var "private_key_file=$SANDBOXER_TEST_SSH_KEY"

@@ -3,6 +3,7 @@ package backends
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"reflect"
 	"testing"
@@ -47,5 +48,43 @@ func TestReadHostKeepsDataThatLooksLikeFrames(t *testing.T) {
 	}
 	if _, err := parseHostView(hosts.Reply{Sections: []hosts.Section{{Kind: viewRoot, Body: []byte("relative\n")}}}); err == nil {
 		t.Error("parseHostView accepted a relative root directory")
+	}
+}
+
+// A record removed while the host's records are read (a teardown beside
+// the read) is gone, not an error: one removed once opened is still read
+// whole (a `cat` on the PATH removes the file it reads before reading
+// it), and one listed but no longer there is skipped.
+func TestARecordRemovedDuringTheReadIsGone(t *testing.T) {
+	h := &hosts.Host{Transport: &hosts.Local{Name: "local"}, RootDir: t.TempDir(), Local: true}
+	for _, id := range []string{"aaa", "bbb"} {
+		if err := hosts.WriteFile(t.Context(), h, recordPath(h, id), []byte(`{"id":"`+id+`"}`), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bin := t.TempDir()
+	// Removes the file it was given, by name or as its input, then reads it.
+	wrapper := `#!/bin/sh
+if [ $# -gt 0 ]; then for f in "$@"; do case $f in -*) ;; *) rm -f -- "$f";; esac; done
+else rm -f -- "$(readlink /proc/self/fd/0)"; fi
+exec /bin/cat "$@"
+`
+	if err := os.WriteFile(filepath.Join(bin, "cat"), []byte(wrapper), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin+":"+os.Getenv("PATH"))
+
+	v, err := readRecordFiles(t.Context(), h, hosts.Quote(recordPath(h, "aaa"))+" "+hosts.Quote(recordPath(h, "gone"))+" "+hosts.Quote(recordPath(h, "bbb")))
+	if err != nil {
+		t.Fatalf("records removed during the read failed it: %v", err)
+	}
+	want := map[string][]byte{"aaa": []byte(`{"id":"aaa"}`), "bbb": []byte(`{"id":"bbb"}`)}
+	if !reflect.DeepEqual(v.records, want) {
+		t.Fatalf("records read %q, want %q", v.records, want)
+	}
+	for _, id := range []string{"aaa", "bbb"} {
+		if _, err := os.Stat(recordPath(h, id)); !os.IsNotExist(err) {
+			t.Fatalf("the wrapper did not remove record %s before reading it: %v", id, err)
+		}
 	}
 }
