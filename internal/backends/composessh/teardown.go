@@ -85,7 +85,7 @@ unanswered() { late "$1"; echo "the container engine did not answer: what the sa
 	// The project's running containers stop before the slot is taken:
 	// their services' ends (up to the timeout each) are no network change,
 	// and held in a slot they kept the other teardowns waiting (ten took
-	// 2.5-3.4 s four at a time, 2.2-2.4 s stopped first, on the host
+	// 2.3-3.4 s four at a time, 2.2-2.4 s stopped first, on the host
 	// alone). All at once, as the engine stops them: a destroy removes the
 	// volumes too, so there is no order of the services' ends to keep.
 	fmt.Fprintf(&script, "%s; ids=$(%s ps -q --filter %s) || late $?; if [ -n \"$ids\" ]; then %[2]s stop -t 5 $ids >/dev/null 2>&1 || late $?; fi\n",
