@@ -23,26 +23,8 @@ func TestNetworkSlotsCapAHost(t *testing.T) {
 	e.NetworkOperations["capped"] = 2
 	capped := &hosts.Host{Transport: &hosts.Local{Name: "capped"}, RootDir: t.TempDir(), Local: true}
 	other := &hosts.Host{Transport: &hosts.Local{Name: "other"}, RootDir: t.TempDir(), Local: true}
-	dir := t.TempDir()
-
-	// Two holders: each takes a slot, says so through its own fifo, and
-	// keeps the slot until the test writes to its release fifo.
-	holding := make([]chan error, 2)
-	for i, id := range []string{"aaaaaaaaaaaa", "bbbbbbbbbbbb"} {
-		taken, release := filepath.Join(dir, id+".taken"), filepath.Join(dir, id+".release")
-		for _, f := range []string{taken, release} {
-			if err := syscall.Mkfifo(f, 0o600); err != nil {
-				t.Fatal(err)
-			}
-		}
-		holding[i] = make(chan error, 1)
-		go func() {
-			holding[i] <- capped.Run(t.Context(), e.slotted(capped, "echo taken >"+hosts.Quote(taken)+"; read _ <"+hosts.Quote(release)), nil, nil)
-		}()
-		if _, err := os.ReadFile(taken); err != nil { // blocks until the holder has its slot
-			t.Fatal(err)
-		}
-	}
+	// Two holders, each keeping its slot until the test releases it.
+	release := holdSlots(t, e, capped, 2)
 
 	third := "timeout 1 sh -c " + hosts.Quote(e.slotted(capped, "true"))
 	var ce *hosts.CommandError
@@ -54,21 +36,11 @@ func TestNetworkSlotsCapAHost(t *testing.T) {
 		t.Fatalf("another root's first slot: %v", err)
 	}
 
-	if err := os.WriteFile(filepath.Join(dir, "aaaaaaaaaaaa.release"), []byte("go\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-holding[0]; err != nil {
-		t.Fatal(err)
-	}
+	release(0)
 	if err := capped.Run(t.Context(), "timeout 5 sh -c "+hosts.Quote(e.slotted(capped, "true")), nil, nil); err != nil {
 		t.Fatalf("a slot given back was not taken: %v", err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "bbbbbbbbbbbb.release"), []byte("go\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-holding[1]; err != nil {
-		t.Fatal(err)
-	}
+	release(1)
 }
 
 // A command waiting for a slot takes whichever is given back first: with
@@ -79,24 +51,7 @@ func TestAWaiterTakesWhicheverSlotIsGivenBackFirst(t *testing.T) {
 	e := New("")
 	e.NetworkOperations["capped"] = 2
 	capped := &hosts.Host{Transport: &hosts.Local{Name: "capped"}, RootDir: t.TempDir(), Local: true}
-	dir := t.TempDir()
-
-	holding := make([]chan error, 2)
-	for i := range holding {
-		taken, release := filepath.Join(dir, fmt.Sprint(i, ".taken")), filepath.Join(dir, fmt.Sprint(i, ".release"))
-		for _, f := range []string{taken, release} {
-			if err := syscall.Mkfifo(f, 0o600); err != nil {
-				t.Fatal(err)
-			}
-		}
-		holding[i] = make(chan error, 1)
-		go func() {
-			holding[i] <- capped.Run(t.Context(), e.slotted(capped, "echo taken >"+hosts.Quote(taken)+"; read _ <"+hosts.Quote(release)), nil, nil)
-		}()
-		if _, err := os.ReadFile(taken); err != nil { // blocks until the holder has its slot
-			t.Fatal(err)
-		}
-	}
+	release := holdSlots(t, e, capped, 2)
 
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
@@ -112,21 +67,44 @@ func TestAWaiterTakesWhicheverSlotIsGivenBackFirst(t *testing.T) {
 		}
 	}
 
-	if err := os.WriteFile(filepath.Join(dir, "1.release"), []byte("go\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-holding[1]; err != nil {
-		t.Fatal(err)
-	}
+	release(1)
 	for range 2 {
 		if err := <-waiting; err != nil {
 			t.Fatalf("a waiter did not take the slot given back while the other was held: %v", err)
 		}
 	}
-	if err := os.WriteFile(filepath.Join(dir, "0.release"), []byte("go\n"), 0o600); err != nil {
-		t.Fatal(err)
+	release(0)
+}
+
+// holdSlots starts n commands on h, each holding one of its slots until
+// release(i) gives the i-th back and waits for its end: each says it has
+// its slot through a fifo of its own, which holdSlots waits on.
+func holdSlots(t *testing.T, e *Extension, h *hosts.Host, n int) (release func(i int)) {
+	t.Helper()
+	dir := t.TempDir()
+	holding := make([]chan error, n)
+	for i := range holding {
+		taken, gone := filepath.Join(dir, fmt.Sprint(i, ".taken")), filepath.Join(dir, fmt.Sprint(i, ".release"))
+		for _, f := range []string{taken, gone} {
+			if err := syscall.Mkfifo(f, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		holding[i] = make(chan error, 1)
+		go func() {
+			holding[i] <- h.Run(t.Context(), e.slotted(h, "echo taken >"+hosts.Quote(taken)+"; read _ <"+hosts.Quote(gone)), nil, nil)
+		}()
+		if _, err := os.ReadFile(taken); err != nil { // blocks until the holder has its slot
+			t.Fatal(err)
+		}
 	}
-	if err := <-holding[0]; err != nil {
-		t.Fatal(err)
+	return func(i int) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprint(i, ".release")), []byte("go\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-holding[i]; err != nil {
+			t.Fatalf("holder %d: %v", i, err)
+		}
 	}
 }
