@@ -166,11 +166,15 @@ const (
 // recordsScript is the host view's part reading the records among files
 // (sh words) and the resolved root directory; readRecordData's for one file.
 // A record is opened before its section is announced: one removed since the
-// listing (a teardown beside the read) is skipped as gone, where reading it
-// by name failed the whole view, and with it a destroy of 50 sandboxes.
+// listing (a teardown beside the read) does not open and is skipped as
+// gone, where reading it by name failed the whole view, and with it a
+// destroy of 50 sandboxes. What is there but no regular file (a fifo
+// would block the read) is skipped as before. The open's own complaint
+// is dropped; cat's is kept (descriptor 4).
 func recordsScript(m hosts.Mark, h *hosts.Host, files string) string {
 	return fmt.Sprintf(`root=%s; [ -e "$root" ] || %s; %s; (cd -- "$root" && pwd -P) || exit 1; `+
-		`for f in %s; do [ -f "$f" ] || continue; n=${f##*/}; { %s; cat; } <"$f" || [ ! -e "$f" ] || exit 1; done`,
+		`for f in %s; do [ ! -e "$f" ] || [ -f "$f" ] || continue; n=${f##*/}; `+
+		`{ %s; cat 2>&4; } 4>&2 2>/dev/null <"$f" || [ ! -e "$f" ] || exit 1; done`,
 		hosts.Quote(h.RootDir), m.Result(viewNoRoot), m.Section(viewRoot, ""), files, m.Section(viewRecord, `"${n%.json}"`))
 }
 

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"syscall"
 	"testing"
 
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/hosts"
@@ -54,7 +55,9 @@ func TestReadHostKeepsDataThatLooksLikeFrames(t *testing.T) {
 // A record removed while the host's records are read (a teardown beside
 // the read) is gone, not an error: one removed once opened is still read
 // whole (a `cat` on the PATH removes the file it reads before reading
-// it), and one listed but no longer there is skipped.
+// it), one named but no longer there does not open and is skipped, and
+// what is there but no regular file (a fifo, which would block) is
+// skipped too.
 func TestARecordRemovedDuringTheReadIsGone(t *testing.T) {
 	h := &hosts.Host{Transport: &hosts.Local{Name: "local"}, RootDir: t.TempDir(), Local: true}
 	for _, id := range []string{"aaa", "bbb"} {
@@ -73,8 +76,12 @@ exec /bin/cat "$@"
 		t.Fatal(err)
 	}
 	t.Setenv("PATH", bin+":"+os.Getenv("PATH"))
+	if err := syscall.Mkfifo(recordPath(h, "fifo"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 
-	v, err := readRecordFiles(t.Context(), h, hosts.Quote(recordPath(h, "aaa"))+" "+hosts.Quote(recordPath(h, "gone"))+" "+hosts.Quote(recordPath(h, "bbb")))
+	v, err := readRecordFiles(t.Context(), h, hosts.Quote(recordPath(h, "aaa"))+" "+hosts.Quote(recordPath(h, "gone"))+" "+
+		hosts.Quote(recordPath(h, "fifo"))+" "+hosts.Quote(recordPath(h, "bbb")))
 	if err != nil {
 		t.Fatalf("records removed during the read failed it: %v", err)
 	}

@@ -38,19 +38,27 @@ const slotPoll = "0.05"
 // takeSlot is a script taking one of h's slots on file descriptor 8 of
 // the shell that runs it, which holds it until releaseSlot or its end. A
 // slot is the first free one, whichever is given back first: flock(1)
-// waits on one file only, so a command finding none free takes its turn
-// in a line (a lock of its own, on descriptor 9 until it has a slot) and,
-// first in it, looks at all of them every slotPoll seconds. Waiting on a
-// slot picked in advance left slots idle while commands queued behind
-// another (a destroy of 10 ended 0.6 s after the one before it). It exits
-// when no slot can be taken (the directory cannot be made).
-func (e *Extension) takeSlot(h *hosts.Host) string {
+// waits on one file only, so a command takes its turn in a line first (a
+// lock of its own, on descriptor 9 until it has a slot) and, first in it,
+// looks at all the slots every slotPoll seconds. Nobody looks at the slots
+// out of turn, so a slot given back between two looks goes to the first
+// in line. Waiting on a slot picked in advance left slots idle while
+// commands queued behind another (a destroy of 10 ended 0.6 s after the
+// one before it). It exits when no slot can be taken (the directory
+// cannot be made); bounded, when the teardown's deadline (teardownScript's
+// _sbx_bounded and _sbx_end) passes first, with teardownLate.
+func (e *Extension) takeSlot(h *hosts.Host, bounded bool) string {
 	n := cmp.Or(e.NetworkOperations[h.Host()], DefaultNetworkOperations)
 	dir := hosts.Quote(h.Path(slotsDir...))
+	inLine, look := "flock 9 || exit 1", ""
+	if bounded {
+		inLine = "_sbx_bounded flock 9 || exit $?"
+		look = fmt.Sprintf(`[ "$(date +%%s)" -lt "$_sbx_end" ] || exit %d; `, teardownLate)
+	}
 	return fmt.Sprintf(`mkdir -p -- %[1]s || exit 1
 _sbx_slot() { _sbx_i=0; while [ "$_sbx_i" -lt %[2]d ]; do exec 8>>%[1]s/"$_sbx_i"; if flock -n 8; then return 0; fi; _sbx_i=$((_sbx_i + 1)); done; exec 8>&-; return 1; }
-if ! _sbx_slot; then exec 9>>%[1]s/line; flock 9 || exit 1; until _sbx_slot; do sleep %[3]s; done; exec 9>&-; fi
-`, dir, n, slotPoll)
+exec 9>>%[1]s/line; %[4]s; until _sbx_slot; do %[5]ssleep %[3]s; done; exec 9>&-
+`, dir, n, slotPoll, inLine, look)
 }
 
 // releaseSlot gives back the slot takeSlot took.
@@ -60,6 +68,6 @@ const releaseSlot = "exec 8>&-\n"
 // holding one of h's slots, released as soon as cmd ends; the script
 // exits with cmd's status when it failed.
 func (e *Extension) slotted(h *hosts.Host, cmd string) string {
-	return e.takeSlot(h) + "( " + cmd + " ) 8>&-; _sbx_rc=$?; " + releaseSlot +
+	return e.takeSlot(h, false) + "( " + cmd + " ) 8>&-; _sbx_rc=$?; " + releaseSlot +
 		`[ "$_sbx_rc" -eq 0 ] || exit "$_sbx_rc"` + "\n"
 }

@@ -6,11 +6,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/backends"
 	"github.com/sand-boxer/terraform-provider-sandboxer/internal/hosts"
+	"github.com/sand-boxer/terraform-provider-sandboxer/internal/testharness"
 )
 
 // A host's max_network_operations caps the engine operations run there at
@@ -32,7 +35,7 @@ func TestNetworkSlotsCapAHost(t *testing.T) {
 		t.Fatalf("a third operation on a host capped at 2, both slots held: %v (want it still waiting after a second: timeout's 124)", err)
 	}
 	// The first slot of another root is free: it is another file.
-	if err := other.Run(t.Context(), "timeout 5 sh -c "+hosts.Quote(e.takeSlot(other)+`[ "$_sbx_i" -eq 0 ]`), nil, nil); err != nil {
+	if err := other.Run(t.Context(), "timeout 5 sh -c "+hosts.Quote(e.takeSlot(other, false)+`[ "$_sbx_i" -eq 0 ]`), nil, nil); err != nil {
 		t.Fatalf("another root's first slot: %v", err)
 	}
 
@@ -74,6 +77,26 @@ func TestAWaiterTakesWhicheverSlotIsGivenBackFirst(t *testing.T) {
 		}
 	}
 	release(0)
+}
+
+// A teardown whose deadline passes while it waits for a network slot
+// says so, rather than naming a stuck engine: with the host's one slot
+// held, the teardown of a sandbox with nothing on the engine stops
+// nothing, waits, and gives up before its deadline naming the slot.
+func TestATeardownOutwaitedForASlotSaysSo(t *testing.T) {
+	testharness.RequireDocker(t)
+	e := New("")
+	e.NetworkOperations["capped"] = 1
+	h := &hosts.Host{Transport: &hosts.Local{Name: "capped"}, RootDir: t.TempDir(), Local: true}
+	release := holdSlots(t, e, h, 1)
+	defer release(0)
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	err := e.Teardown(ctx, h, &backends.Sandbox{ID: backends.NewID(), ComposeCommand: []string{"docker", "compose"}})
+	if err == nil || !strings.Contains(err.Error(), `waited for one of host "capped"'s network slots`) || ctx.Err() != nil {
+		t.Fatalf("a teardown out-waited for a slot: %v (deadline passed: %v; want it named before the deadline)", err, ctx.Err())
+	}
+	t.Log(err)
 }
 
 // holdSlots starts n commands on h, each holding one of its slots until

@@ -82,15 +82,21 @@ _sbx_bounded() { _sbx_l=$((_sbx_end - $(date +%%s))); [ "$_sbx_l" -gt 0 ] || _sb
 late() { [ "$1" -ne %d ] || exit %[2]d; }
 unanswered() { late "$1"; echo "the container engine did not answer: what the sandbox made there may remain" >&2; exit 1; }
 `, int(bound/time.Second), teardownLate)
-	// The project's running containers stop before the slot is taken:
-	// their services' ends (up to the timeout each) are no network change,
+	// The project's running containers stop before the slot is taken: the
+	// services' ends (up to the timeout each) make or remove no network,
 	// and held in a slot they kept the other teardowns waiting (ten took
 	// 2.3-3.4 s four at a time, 2.2-2.4 s stopped first, on the host
-	// alone). All at once, as the engine stops them: a destroy removes the
-	// volumes too, so there is no order of the services' ends to keep.
-	fmt.Fprintf(&script, "%s; ids=$(%s ps -q --filter %s) || late $?; if [ -n \"$ids\" ]; then %[2]s stop -t 5 $ids >/dev/null 2>&1 || late $?; fi\n",
-		m.Section("step", "'stop'"), eng, filter)
-	script.WriteString(e.takeSlot(h))
+	// alone). The engine's per-container network work (its endpoints) is
+	// then done outside the cap: a destroy of 500 held (ADR 0014). All at
+	// once, as the engine stops them: a destroy removes the volumes too,
+	// so there is no order of the services' ends to keep.
+	fmt.Fprintf(&script, "%s; ids=$(%s ps -q --filter %s) || late $?\nif [ -n \"$ids\" ]; then %s; %[2]s stop -t 5 $ids >/dev/null 2>&1 || late $?; fi\n",
+		m.Section("step", "'ps'"), eng, filter, m.Section("step", "'stop'"))
+	// The wait for a slot is a section of its own, bounded as the engine's
+	// steps are, so that a deadline reached there is not taken for a stuck
+	// engine.
+	fmt.Fprintf(&script, "%s\n", m.Section(slotStep, ""))
+	script.WriteString(e.takeSlot(h, true))
 	if sb.ComposeFile != "" && sb.WorkspaceDir != "" {
 		down := &backends.Sandbox{WorkspaceDir: sb.WorkspaceDir, ComposeProject: project, ComposeFile: sb.ComposeFile, ID: sb.ID,
 			NetworkOverride: sb.NetworkOverride, Rendered: sb.Rendered}
@@ -139,6 +145,10 @@ fi
 // removal of the workspace, after the engine's steps.
 const workspaceStep = "workspace"
 
+// slotStep is the section of a teardown's answer announcing its wait for
+// one of the host's network slots.
+const slotStep = "slot"
+
 // engineProbeTimeout bounds the engine probe of engineStuck.
 const engineProbeTimeout = 10 * time.Second
 
@@ -154,6 +164,10 @@ func engineStuck(ctx context.Context, h *hosts.Host, sb *backends.Sandbox, eng s
 		case workspaceStep:
 			return fmt.Errorf("the removal of workspace %s on host %q did not finish before the deadline (%w): the sandbox stays in state, "+
 				"and the next destroy removes what remains", sb.WorkspaceDir, h.Host(), context.DeadlineExceeded)
+		case slotStep:
+			return fmt.Errorf("sandbox %s waited for one of host %q's network slots until the deadline (%w): other compose "+
+				"operations under its root_dir held all of them (max_network_operations). The sandbox stays in state, and the next "+
+				"destroy removes what remains", sb.ID, h.Host(), context.DeadlineExceeded)
 		case "step":
 			step = "`" + eng + " " + last.Arg + "`"
 		}
