@@ -53,7 +53,7 @@ func (r *SandboxResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 	}
 	p.placeReplacement()
 	p.planServices(ctx, services)
-	resp.Diagnostics.Append(resp.Plan.Set(ctx, &p.plan)...)
+	setIfChanged(ctx, &resp.Plan, &p.read, &p.plan, &resp.Diagnostics)
 }
 
 // sandboxPlan is one ModifyPlan of a sandbox: what it read, and the plan
@@ -62,6 +62,7 @@ type sandboxPlan struct {
 	data    *providerData
 	resp    *resource.ModifyPlanResponse
 	plan    sandboxModel
+	read    sandboxModel  // the plan as read: set again only if it changed
 	state   *sandboxModel // nil: the sandbox is created
 	profile *catalog.Profile
 	// host and ttl as configured: plan.Host and plan.TTL are what the plan
@@ -82,6 +83,7 @@ func (r *SandboxResource) readPlan(ctx context.Context, req resource.ModifyPlanR
 	if resp.Diagnostics.HasError() {
 		return nil, false
 	}
+	p.read = p.plan
 	if !req.State.Raw.IsNull() {
 		p.state = &sandboxModel{}
 		resp.Diagnostics.Append(req.State.Get(ctx, p.state)...)

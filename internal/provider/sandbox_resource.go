@@ -216,8 +216,9 @@ func (r *SandboxResource) Read(ctx context.Context, req resource.ReadRequest, re
 		resp.Diagnostics.AddError("Unable to Read Sandbox", fmt.Sprintf("Sandbox %s on host %q: %v", state.ID.ValueString(), host, err))
 		return
 	}
+	read := state
 	resp.Diagnostics.Append(state.fromBackend(ctx, sb, st, endpointHost)...)
-	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+	setIfChanged(ctx, &resp.State, &read, &state, &resp.Diagnostics)
 	setIdentity(ctx, resp.Identity, state.Host, state.ID, &resp.Diagnostics)
 }
 

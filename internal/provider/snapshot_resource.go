@@ -175,8 +175,9 @@ func (r *SnapshotResource) Read(ctx context.Context, req resource.ReadRequest, r
 		resp.Diagnostics.AddError("Unable to Read Snapshot", fmt.Sprintf("Snapshot %s on host %q: %v", state.ID.ValueString(), h.Host(), err))
 		return
 	}
+	read := state
 	state.fromSummary(ctx, s, &resp.Diagnostics)
-	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+	setIfChanged(ctx, &resp.State, &read, &state, &resp.Diagnostics)
 	setIdentity(ctx, resp.Identity, state.Host, state.ID, &resp.Diagnostics)
 }
 
