@@ -25,14 +25,8 @@ func providerConfigWith(t *testing.T, p *SandboxerProvider, host map[string]stri
 	ctx := context.Background()
 	var sresp provider.SchemaResponse
 	p.Schema(ctx, provider.SchemaRequest{}, &sresp)
-	typ, ok := sresp.Schema.Type().TerraformType(ctx).(tftypes.Object)
-	if !ok {
-		t.Fatal("the provider schema is not an object")
-	}
-	vals := map[string]tftypes.Value{}
-	for name, at := range typ.AttributeTypes {
-		vals[name] = tftypes.NewValue(at, nil)
-	}
+	typ := objectType(t, sresp.Schema.Type())
+	vals := nullAttributes(typ)
 	list, ok := typ.AttributeTypes["host"].(tftypes.List)
 	if !ok {
 		t.Fatal("host blocks are not a list")
@@ -41,12 +35,9 @@ func providerConfigWith(t *testing.T, p *SandboxerProvider, host map[string]stri
 	if !ok {
 		t.Fatal("a host block is not an object")
 	}
-	hv := map[string]tftypes.Value{}
-	for name, at := range obj.AttributeTypes {
-		hv[name] = tftypes.NewValue(at, nil)
-		if v, ok := host[name]; ok {
-			hv[name] = tftypes.NewValue(tftypes.String, v)
-		}
+	hv := nullAttributes(obj)
+	for name, v := range host {
+		hv[name] = tftypes.NewValue(tftypes.String, v)
 	}
 	vals["host"] = tftypes.NewValue(list, []tftypes.Value{tftypes.NewValue(obj, hv)})
 	return tfsdk.Config{Schema: sresp.Schema, Raw: tftypes.NewValue(typ, vals)}

@@ -47,15 +47,8 @@ func stateOf(t *testing.T, r resource.Resource) tfsdk.State {
 	ctx := context.Background()
 	var schema resource.SchemaResponse
 	r.Schema(ctx, resource.SchemaRequest{}, &schema)
-	typ, ok := schema.Schema.Type().TerraformType(ctx).(tftypes.Object)
-	if !ok {
-		t.Fatalf("%T's schema is not an object", r)
-	}
-	attrs := map[string]tftypes.Value{}
-	for name, at := range typ.AttributeTypes {
-		attrs[name] = tftypes.NewValue(at, nil)
-	}
-	return tfsdk.State{Schema: schema.Schema, Raw: tftypes.NewValue(typ, attrs)}
+	typ := objectType(t, schema.Schema.Type())
+	return tfsdk.State{Schema: schema.Schema, Raw: tftypes.NewValue(typ, nullAttributes(typ))}
 }
 
 // A change in any field the framework reads, an embedded one's too, is a
