@@ -10,8 +10,8 @@ import (
 
 // A refresh or a plan that finds nothing to change sets nothing: the
 // framework's response already holds the state (the plan) it was given,
-// and its Set converts the whole model through the schema again, the
-// largest part of the provider's own CPU in a plan of many resources.
+// and its Set converts the whole model through the schema again, about a
+// tenth of the provider's CPU in a plan of 50 sandboxes and 50 snapshots.
 
 // setter is tfsdk.State and tfsdk.Plan.
 type setter interface {
@@ -30,8 +30,11 @@ func setIfChanged[M any](ctx context.Context, to setter, read, model *M, diags *
 
 // sameModel reports whether two model structs of one type hold equal
 // values (attr.Value.Equal) in every field the framework reads, the
-// fields of embedded structs included. A field of another kind counts as
-// changed: the model is then set, as it always was.
+// fields of embedded structs included. A field of another kind (a
+// pointer, an interface, a plain Go value) counts as changed: the model
+// is then set, as it always was. So does a number that only a
+// representation tells apart (a float64 against the state's own
+// precision): set, it is the same number.
 func sameModel(a, b reflect.Value) bool {
 	t := a.Type()
 	for i := range t.NumField() {
@@ -45,8 +48,12 @@ func sameModel(a, b reflect.Value) bool {
 		if !f.IsExported() || f.Tag.Get("tfsdk") == "-" {
 			continue
 		}
-		av, ok := a.Field(i).Interface().(attr.Value)
-		if !ok || !av.Equal(b.Field(i).Interface().(attr.Value)) { //nolint:forcetypeassert // the same field of the same type
+		if k := f.Type.Kind(); k == reflect.Pointer || k == reflect.Interface {
+			return false
+		}
+		av, aok := a.Field(i).Interface().(attr.Value)
+		bv, bok := b.Field(i).Interface().(attr.Value)
+		if !aok || !bok || !av.Equal(bv) {
 			return false
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
+	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
@@ -85,6 +86,17 @@ func TestUnitSameModel_seesAChangeInEveryField(t *testing.T) {
 	}
 }
 
+// countedState is a state that counts its Sets.
+type countedState struct {
+	*tfsdk.State
+	sets int
+}
+
+func (c *countedState) Set(ctx context.Context, val any) diag.Diagnostics {
+	c.sets++
+	return c.State.Set(ctx, val)
+}
+
 // A refresh that changes nothing sets nothing; one that changes a field
 // sets the state.
 func TestUnitSetIfChanged_setsOnlyAChange(t *testing.T) {
@@ -96,7 +108,7 @@ func TestUnitSetIfChanged_setsOnlyAChange(t *testing.T) {
 			t.Fatal(d)
 		}
 	}
-	before := state.Raw.Copy()
+	counted := &countedState{State: &state}
 
 	var read, again sandboxModel
 	if d := state.Get(ctx, &read); d.HasError() {
@@ -106,18 +118,53 @@ func TestUnitSetIfChanged_setsOnlyAChange(t *testing.T) {
 		t.Fatal(d)
 	}
 	var diags diag.Diagnostics
-	setIfChanged(ctx, &state, &read, &again, &diags)
-	if diags.HasError() || !state.Raw.Equal(before) {
-		t.Fatalf("an unchanged model changed the state: %v", diags)
+	setIfChanged(ctx, counted, &read, &again, &diags)
+	if diags.HasError() || counted.sets != 0 {
+		t.Fatalf("an unchanged model was set %d times: %v", counted.sets, diags)
 	}
 
 	again.Status = types.StringValue("stopped")
-	setIfChanged(ctx, &state, &read, &again, &diags)
+	setIfChanged(ctx, counted, &read, &again, &diags)
 	var status types.String
 	if d := state.GetAttribute(ctx, path.Root("status"), &status); d.HasError() || diags.HasError() {
 		t.Fatal(d, diags)
 	}
-	if status.ValueString() != "stopped" {
-		t.Fatalf("status in state = %s after a changed model was set, want stopped", status)
+	if counted.sets != 1 || status.ValueString() != "stopped" {
+		t.Fatalf("a changed model was set %d times, status in state %s; want once, stopped", counted.sets, status)
+	}
+}
+
+// A field sameModel cannot compare counts as changed, even when its
+// values are equal; a field the framework does not read is not compared.
+func TestUnitSameModel_fieldsItCannotCompareAreChanges(t *testing.T) {
+	type embedded struct {
+		Name types.String `tfsdk:"name"`
+	}
+	name := types.StringValue("n")
+	for kind, m := range map[string]any{
+		"plain": &struct {
+			Plain string `tfsdk:"plain"`
+		}{"p"},
+		"pointer": &struct {
+			Pointer *types.String `tfsdk:"pointer"`
+		}{&name},
+		"interface": &struct {
+			Any attr.Value `tfsdk:"any"`
+		}{name},
+	} {
+		if v := reflect.ValueOf(m).Elem(); sameModel(v, v) {
+			t.Errorf("a model whose one field is a %s field is the same as itself", kind)
+		}
+	}
+	type withSkipped struct {
+		embedded
+		Skipped string `tfsdk:"-"`
+	}
+	c := func(a, b withSkipped) bool { return sameModel(reflect.ValueOf(&a).Elem(), reflect.ValueOf(&b).Elem()) }
+	if !c(withSkipped{embedded{name}, "a"}, withSkipped{embedded{name}, "b"}) {
+		t.Error("a field tagged tfsdk:\"-\" was compared")
+	}
+	if c(withSkipped{embedded{name}, "a"}, withSkipped{embedded{types.StringValue("m")}, "a"}) {
+		t.Error("a change in an embedded struct's field was not seen")
 	}
 }
