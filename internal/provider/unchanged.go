@@ -32,9 +32,8 @@ func setIfChanged[M any](ctx context.Context, to setter, read, model *M, diags *
 // values (attr.Value.Equal) in every field the framework reads, the
 // fields of embedded structs included. A field of another kind (a
 // pointer, an interface, a plain Go value) counts as changed: the model
-// is then set, as it always was. So does a number that only a
-// representation tells apart (a float64 against the state's own
-// precision): set, it is the same number.
+// is then set, as it always was. (A number read at the state's precision
+// may differ from the float64 computed for it: it is then set too.)
 func sameModel(a, b reflect.Value) bool {
 	t := a.Type()
 	for i := range t.NumField() {
